@@ -1,0 +1,149 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Coordinator is the API that clients, runners and the MCP server call. [LocalCoordinator] implements it
+// in-process over a [Store]; httpapi.Client implements it over HTTP, so a runner or a tool works the same
+// embedded or remote.
+type Coordinator interface {
+	// ListAgents lists agents; deterministic agents carry their parameters_schema inline.
+	ListAgents(ctx context.Context, p ListAgentsParams) ([]*AgentInfo, error)
+	// GetAgent returns one agent with both schemas (the implicit prompt schema for AI agents without one).
+	GetAgent(ctx context.Context, name string) (*AgentInfo, error)
+	// CreateAgent adds an AI agent to the coordinator's registry.
+	CreateAgent(ctx context.Context, b *Blueprint) (*AgentInfo, error)
+	// UpdateAgent replaces a registry agent's blueprint. The name cannot change.
+	UpdateAgent(ctx context.Context, name string, b *Blueprint) (*AgentInfo, error)
+	// DeleteAgent removes a registry agent. Runner-owned agents go away with their runner.
+	DeleteAgent(ctx context.Context, name string) error
+
+	// StartRun starts a session (or resumes one) and queues its run. Parameters are validated first; a
+	// failure is a *ValidationError and nothing is created. In sync mode it waits for the session to end (up
+	// to p.Wait) and returns the result.
+	StartRun(ctx context.Context, p StartRunParams) (*StartRunResult, error)
+	GetRun(ctx context.Context, id string) (*Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// StopRun stops a run: a pending run at once, a claimed or running one through its runner.
+	StopRun(ctx context.Context, id string) (*Run, error)
+
+	GetSession(ctx context.Context, id string) (*Session, error)
+	ListSessions(ctx context.Context, f SessionFilter) (*SessionPage, error)
+	// WaitSession returns the session once it has ended, or as it is when wait elapses.
+	WaitSession(ctx context.Context, id string, wait time.Duration) (*Session, error)
+	// StopSession stops the session's current run, if any.
+	StopSession(ctx context.Context, id string) (*Session, error)
+	// DeleteSession deletes an ended session with its runs and events; a live one is ErrConflict.
+	DeleteSession(ctx context.Context, id string) error
+	// ListEvents returns up to limit events after the given sequence number. When wait is positive and there
+	// are none yet, it waits up to wait for the next ones (an empty result means none came).
+	ListEvents(ctx context.Context, sessionID string, after int64, limit int, wait time.Duration) ([]*Event, error)
+	// AppendEvents adds events to a session (executors, through the runner or its gateway).
+	AppendEvents(ctx context.Context, sessionID string, events []Event) ([]*Event, error)
+
+	// RegisterRunner registers (or re-registers) a runner with its blueprints.
+	RegisterRunner(ctx context.Context, r *RunnerRegistration) (*Registration, error)
+	// Heartbeat keeps a runner alive; ErrNotFound means it must register again.
+	Heartbeat(ctx context.Context, runnerID string) error
+	// PollWork waits up to p.Wait for work for the runner: runs it can execute (at most p.Max) or stops for
+	// runs it holds. It returns the moment either exists; an empty Work means the wait elapsed. An unknown or
+	// offline runner is ErrNotFound: it must register again.
+	PollWork(ctx context.Context, p PollParams) (*Work, error)
+	// ReportRun records a run's progress (started) or end (completed, failed, stopped). Only the runner that
+	// holds the run may report (else ErrConflict); reporting the same end twice is harmless.
+	ReportRun(ctx context.Context, r RunReport) error
+	// DeregisterRunner removes a runner and its blueprints; runs it still holds fail.
+	DeregisterRunner(ctx context.Context, runnerID string) error
+	ListRunners(ctx context.Context) ([]*RunnerInfo, error)
+}
+
+// ListAgentsParams filters the agent list.
+type ListAgentsParams struct {
+	Type AgentType
+	Tags []string
+}
+
+// AgentInfo is an agent as callers see it.
+type AgentInfo struct {
+	Name        string    `json:"name"`
+	Type        AgentType `json:"type"`
+	Description string    `json:"description,omitempty"`
+	Tags        []string  `json:"tags,omitempty"`
+	// ParametersSchema is inline for deterministic agents in listings; GetAgent always fills it.
+	ParametersSchema json.RawMessage `json:"parameters_schema,omitempty"`
+	OutputSchema     json.RawMessage `json:"output_schema,omitempty"`
+	// RunnerID is the runner that owns a deterministic agent.
+	RunnerID string `json:"runner_id,omitempty"`
+	Disabled bool   `json:"disabled,omitempty"`
+	// Blueprint is the full definition of a registry (AI) agent, returned by GetAgent.
+	Blueprint *Blueprint `json:"blueprint,omitempty"`
+}
+
+// StartRunParams is a request to start or resume a session (POST /runs).
+type StartRunParams struct {
+	AgentName string `json:"agent_name"`
+	// Parameters must match the agent's parameters_schema.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// Prompt is sugar for Parameters {"prompt": Prompt}; giving both is an error.
+	Prompt string `json:"prompt,omitempty"`
+	// Mode defaults to async_poll.
+	Mode Mode `json:"mode,omitempty"`
+	// Type is start (default) or resume. Resume needs SessionID.
+	Type      RunType `json:"type,omitempty"`
+	SessionID string  `json:"session_id,omitempty"`
+	// ParentSessionID links the new session to the session that started it; async_callback needs it.
+	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// ProjectDir is the working directory the run should use (it also becomes a demand).
+	ProjectDir   string          `json:"project_dir,omitempty"`
+	Demands      *Demands        `json:"demands,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	// CallbackURL receives the result as a signed POST when the session ends.
+	CallbackURL string `json:"callback_url,omitempty"`
+	// Wait bounds a sync start's wait; zero means the coordinator's default.
+	Wait time.Duration `json:"-"`
+}
+
+// StartRunResult is the answer to StartRun.
+type StartRunResult struct {
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+	// Status is the session's status: pending when queued, the final status when a sync run ended.
+	Status SessionStatus `json:"status"`
+	// Result is set when a sync run ended within the wait.
+	Result *Result `json:"result,omitempty"`
+	// Error says why a sync run failed or stopped.
+	Error string `json:"error,omitempty"`
+}
+
+// SessionPage is one page of sessions.
+type SessionPage struct {
+	Sessions []*Session `json:"sessions"`
+	// NextCursor continues the listing (SessionFilter.AfterID); empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// PollParams is a runner's request for work.
+type PollParams struct {
+	RunnerID string `json:"runner_id"`
+	// Wait bounds how long the poll is held when there is nothing to do; the coordinator caps it at its poll
+	// timeout.
+	Wait time.Duration `json:"-"`
+	// Max is how many runs the runner can take now (its free slots). Zero asks for stop requests only, so a
+	// busy runner still hears about stops at once.
+	Max int `json:"max"`
+}
+
+// RunReport is a runner's report on a run it holds.
+type RunReport struct {
+	RunnerID string `json:"runner_id"`
+	RunID    string `json:"run_id"`
+	// Status is running (started), completed, failed or stopped.
+	Status RunStatus `json:"status"`
+	Result *Result   `json:"result,omitempty"`
+	// Error says why the run failed or stopped.
+	Error string `json:"error,omitempty"`
+}

@@ -1,0 +1,88 @@
+package orchestrator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// RunnerRegistration is what a runner tells the coordinator about itself when it registers.
+type RunnerRegistration struct {
+	Hostname string `json:"hostname"`
+	// ProjectDir is the working directory of the runner's executions.
+	ProjectDir string `json:"project_dir,omitempty"`
+	// ExecutorType names the executor (deterministic, claude-code, process, func, ...).
+	ExecutorType string `json:"executor_type,omitempty"`
+	// ExecutorProfile names the executor's configuration; demands match on it.
+	ExecutorProfile string `json:"executor_profile,omitempty"`
+	// Executor describes the executor for operators; the coordinator stores it and never interprets it.
+	Executor json.RawMessage `json:"executor,omitempty"`
+	Tags     []string        `json:"tags,omitempty"`
+	// RequireMatchingTags makes the runner take only runs that demand at least one of its tags.
+	RequireMatchingTags bool `json:"require_matching_tags,omitempty"`
+	// MaxConcurrent is how many runs the runner executes at once (informational; the runner enforces it).
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// AcceptsAgents says whether the runner executes AI agent runs. When absent it is true for a runner that
+	// announces no blueprints and false for one that does: deterministic runners run only their own
+	// blueprints.
+	AcceptsAgents *bool `json:"accepts_agents,omitempty"`
+	// Blueprints are the deterministic agents this runner owns.
+	Blueprints []*Blueprint `json:"blueprints,omitempty"`
+}
+
+// RunnerID returns the runner id for a registration: stable for the same hostname, project directory and
+// executor profile, so a runner that restarts (or registers again after being declared offline) keeps its
+// identity, and its runs' history stays attached to it.
+func (r *RunnerRegistration) RunnerID() string {
+	h := sha256.Sum256([]byte(r.Hostname + "\x00" + r.ProjectDir + "\x00" + r.ExecutorProfile))
+	return RunnerIDPrefix + hex.EncodeToString(h[:8])
+}
+
+// RunnerInfo is a registered runner as the coordinator records it.
+type RunnerInfo struct {
+	ID                  string          `json:"runner_id"`
+	Hostname            string          `json:"hostname"`
+	ProjectDir          string          `json:"project_dir,omitempty"`
+	ExecutorType        string          `json:"executor_type,omitempty"`
+	ExecutorProfile     string          `json:"executor_profile,omitempty"`
+	Executor            json.RawMessage `json:"executor,omitempty"`
+	Tags                []string        `json:"tags,omitempty"`
+	RequireMatchingTags bool            `json:"require_matching_tags"`
+	MaxConcurrent       int             `json:"max_concurrent"`
+	AcceptsAgents       bool            `json:"accepts_agents"`
+	Status              RunnerStatus    `json:"status"`
+	RegisteredAt        time.Time       `json:"registered_at"`
+	LastHeartbeatAt     time.Time       `json:"last_heartbeat_at"`
+}
+
+// Registration is the coordinator's answer to a runner's registration.
+type Registration struct {
+	RunnerID string `json:"runner_id"`
+	// Blueprints maps each announced name to the name callers use (they differ after a collision).
+	Blueprints               []RegisteredBlueprint `json:"blueprints"`
+	HeartbeatIntervalSeconds float64               `json:"heartbeat_interval_seconds"`
+	PollTimeoutSeconds       float64               `json:"poll_timeout_seconds"`
+}
+
+// RegisteredBlueprint pairs an announced blueprint name with its registered name.
+type RegisteredBlueprint struct {
+	Name           string `json:"name"`
+	RegisteredName string `json:"registered_name"`
+}
+
+// Agent is an agent as the coordinator knows it: a blueprint under its registered name, bound to the
+// runner that owns it (deterministic agents) or to the coordinator's registry (AI agents).
+type Agent struct {
+	// Name is the registered name callers use; it differs from Blueprint.Name after a collision
+	// ("web-crawler@lnch_…").
+	Name      string     `json:"name"`
+	Blueprint *Blueprint `json:"blueprint"`
+	// RunnerID is the owning runner, empty for registry agents.
+	RunnerID  string    `json:"runner_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Type is the agent's type.
+func (a *Agent) Type() AgentType { return a.Blueprint.Type }

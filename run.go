@@ -1,0 +1,61 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run is one unit of work queued for a runner: the start of a session, or one resume of it.
+type Run struct {
+	ID        string    `json:"run_id"`
+	SessionID string    `json:"session_id"`
+	AgentName string    `json:"agent_name"`
+	AgentType AgentType `json:"agent_type"`
+	Type      RunType   `json:"type"`
+	Mode      Mode      `json:"mode"`
+	Status    RunStatus `json:"status"`
+	// Parameters after schema defaults. For a resume, the new input ({"prompt": ...}).
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// Demands after merging the blueprint's, the caller's and the coordinator's own (owning runner).
+	Demands      Demands         `json:"demands,omitzero"`
+	ProjectDir   string          `json:"project_dir,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	// CallbackURL, when set, receives the session's result as a signed POST when the run ends.
+	CallbackURL string `json:"callback_url,omitempty"`
+	// RunnerID is the runner that claimed the run.
+	RunnerID string `json:"runner_id,omitempty"`
+	// Error says why the run failed or stopped.
+	Error string `json:"error,omitempty"`
+	// StopRequestedAt is set when someone asked to stop the run; StopSentAt when the stop was handed to the
+	// runner (it is handed again if the run has not ended a while later).
+	StopRequestedAt *time.Time `json:"stop_requested_at,omitempty"`
+	StopSentAt      *time.Time `json:"-"`
+	CreatedAt       time.Time  `json:"created_at"`
+	ClaimedAt       *time.Time `json:"claimed_at,omitempty"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+}
+
+// Assignment is what a runner receives when it claims a run: the run and everything needed to execute it.
+type Assignment struct {
+	Run *Run `json:"run"`
+	// Blueprint is the agent's definition. For a deterministic agent it is the runner's own blueprint (the
+	// runner executes only what it announced and looks the command up locally; see BlueprintName).
+	Blueprint *Blueprint `json:"agent_blueprint,omitempty"`
+	// BlueprintName is the name the runner announced, which differs from Run.AgentName when the coordinator
+	// gave the agent a suffixed name (name@runner_id) to resolve a collision.
+	BlueprintName string `json:"blueprint_name"`
+	// ExecutorSessionID is the executor's id for the session, for a resume.
+	ExecutorSessionID string `json:"executor_session_id,omitempty"`
+}
+
+// Work is the answer to a runner's poll: runs to execute, sessions to stop, or neither (the wait elapsed).
+type Work struct {
+	Runs []*Assignment `json:"runs,omitempty"`
+	// Stop lists sessions whose runs this runner holds and must stop now.
+	Stop []string `json:"stop,omitempty"`
+}
+
+// Empty reports whether the poll returned nothing.
+func (w *Work) Empty() bool { return w == nil || (len(w.Runs) == 0 && len(w.Stop) == 0) }

@@ -1,0 +1,241 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentorchestrator/orchestrator/internal/validate"
+)
+
+// FieldError is one way an instance fails its schema.
+type FieldError struct {
+	// Path is the instance location in JSONPath form: "$" for the root, "$.url", "$.items[2]".
+	Path string `json:"path"`
+	// Message says what is wrong, in the seeds' wording ("'deep' is not of type 'integer'").
+	Message string `json:"message"`
+	// SchemaPath is the failing keyword's location in the schema, dot-separated: "properties.url.format".
+	SchemaPath string `json:"schema_path"`
+}
+
+// ValidationError reports that parameters (or an executor's output) do not match a JSON Schema. It carries
+// every error at once and the schema itself, so an AI caller can correct its input; the HTTP and MCP layers
+// render it as is (seed 001 §6).
+type ValidationError struct {
+	// AgentName is the agent whose schema was checked.
+	AgentName string
+	// Errors lists every failure, ordered by Path then SchemaPath.
+	Errors []FieldError
+	// Schema is the schema that was checked, as given.
+	Schema json.RawMessage
+	// Output is true when the checked instance was an executor's output rather than a caller's parameters.
+	Output bool
+}
+
+// Code is the machine code of the error: "parameter_validation_failed" or "output_validation_failed".
+func (e *ValidationError) Code() string {
+	if e.Output {
+		return "output_validation_failed"
+	}
+	return "parameter_validation_failed"
+}
+
+// Summary is the fixed human sentence of the seeds' error body.
+func (e *ValidationError) Summary() string {
+	if e.Output {
+		return "Output does not match the output_schema"
+	}
+	return "Parameters do not match agent's parameters_schema"
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Summary())
+	for i, fe := range e.Errors {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", fe.Path, fe.Message)
+	}
+	return b.String()
+}
+
+// Is makes a ValidationError match ErrInvalidParameters (or, for output, nothing more specific) and ErrInvalid.
+func (e *ValidationError) Is(target error) bool {
+	return target == ErrInvalid || (!e.Output && target == ErrInvalidParameters)
+}
+
+// Schema is a compiled JSON Schema: it validates instances — reporting every error at once, each with its
+// instance path, message and schema path — and applies the schema's defaults.
+//
+// Drafts: a schema without "$schema" is read as draft-07, the seeds' dialect; "$schema" selects draft-04,
+// draft-06, draft-07, 2019-09 or 2020-12. Whatever the draft, "format" is asserted, not just annotated: uri,
+// uri-reference, iri, email, hostname, ipv4, ipv6, date-time, date, time, duration, uuid, regex,
+// json-pointer, ... (unknown format names are ignored). "pattern" and the "regex" format use Go's RE2 syntax,
+// which runs in linear time on any input but lacks look-around and back-references.
+//
+// A schema is checked against its draft's meta-schema when compiled, so a malformed schema is refused when
+// a blueprint is loaded or registered, not at first use. Only references inside the schema itself resolve:
+// a "$ref" (or "$schema") naming another document is a compile error, and the library never reads a file or
+// the network on a schema's behalf.
+//
+// Validation uses github.com/santhosh-tekuri/jsonschema/v6; defaults are applied by
+// github.com/google/jsonschema-go (see [Schema.Normalize]). A Schema is immutable and safe for concurrent use.
+type Schema struct {
+	raw json.RawMessage
+	v   *validate.Schema
+}
+
+// CompileSchema parses and compiles a JSON Schema. It fails, with an error wrapping [ErrInvalid] (code
+// "invalid_schema") that says what is wrong and where, when raw is not JSON, when the schema does not match
+// its draft's meta-schema ({"type":"strang"}, {"minLength":-1}, {"required":"x"}), when a pattern is not a
+// valid regular expression, when a "$ref" points outside the schema, or when a default that
+// [Schema.Normalize] would apply does not match its own subschema.
+func CompileSchema(raw json.RawMessage) (*Schema, error) {
+	v, err := validate.Compile(raw)
+	if err != nil {
+		return nil, Errorf(ErrInvalid, "invalid_schema", "%s", err)
+	}
+	return &Schema{raw: slices.Clone(raw), v: v}, nil
+}
+
+// Raw returns the schema as it was given.
+func (s *Schema) Raw() json.RawMessage { return s.raw }
+
+// Validate checks a decoded JSON value (map[string]any, []any, string, float64 or json.Number, bool, nil,
+// as encoding/json produces) and returns every error; nil means valid. Errors are sorted by instance
+// location (object keys in byte order, array indexes numerically), then SchemaPath, then Message, without
+// duplicates, so the same input always gives the same list.
+//
+// Messages follow the wording of Python's jsonschema, which the seeds show ("'deep' is not of type
+// 'integer'"). A missing required property is reported at the object that lacks it (path "$", message
+// "'url' is a required property", schema path "required"); unexpected properties are reported together at
+// their object. Errors inside allOf and $ref are reported as their leaves. For a failed anyOf or oneOf, the
+// branches that failed only on the value's type, and then those that failed only on a const or enum of the
+// value itself, are set aside; if one branch is left its errors are reported (a nullable uri string given
+// "x" says "'x' is not a valid URI"), otherwise one error stands for the keyword ("5 is not valid under any
+// of the given schemas"). SchemaPath is the failing keyword's location as reached from the root, through
+// any "$ref" ("properties.a.$ref.type"); its parts are joined with dots as they are, so a property name
+// containing a dot is ambiguous there (Path is not).
+func (s *Schema) Validate(instance any) []FieldError {
+	return fieldErrors(s.v.Validate(instance))
+}
+
+// Normalize decodes params, applies the schema's defaults and validates the result. It returns the
+// normalized JSON (compact, keys sorted) when params are valid, or the field errors (and nil JSON) when they
+// are not. Empty params and "null" mean {}. The error return is for params that are not JSON at all (code
+// "invalid_json", wrapping [ErrInvalid]), including numbers beyond float64's range. Integers of up to 100
+// digits are kept exact; other numbers pass through float64.
+//
+// Defaults are applied by google/jsonschema-go's ApplyDefaults, which follows "properties" only — not $ref,
+// allOf/anyOf/oneOf, items or additionalProperties — and only into objects: a missing property with a
+// "default" is set to it, and a missing object property whose subschema has defaults further down is
+// created to hold them ({"opts":{"verbose":false}}). Three rules of ours keep that safe:
+//
+//   - Params are validated as given first, and those errors are returned: a caller is only ever told about
+//     what it sent. So a required property missing from an object the caller sent is an error whatever its
+//     default, while defaults still apply inside a required object the caller did send. (ApplyDefaults
+//     alone skips required properties entirely, including the defaults nested inside them; we give it the
+//     "properties" and "default" keywords only.)
+//   - Every default that can be applied is checked against its own subschema by [CompileSchema].
+//   - When the defaults make valid params invalid (an object created to hold a default lacks a required
+//     property, or trips a oneOf), the params are returned as given, without defaults.
+func (s *Schema) Normalize(params json.RawMessage) (json.RawMessage, []FieldError, error) {
+	out, errs, err := s.v.Normalize(params)
+	if err != nil {
+		return nil, nil, Errorf(ErrInvalid, "invalid_json", "%s", err)
+	}
+	return out, fieldErrors(errs), nil
+}
+
+func fieldErrors(errs []validate.Error) []FieldError {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]FieldError, len(errs))
+	for i, e := range errs {
+		out[i] = FieldError(e)
+	}
+	return out
+}
+
+// --- cache ---------------------------------------------------------------------------------------------
+
+// SchemaCache memoizes compiled schemas by their raw bytes, so the coordinator compiles an agent's schema
+// once rather than at every run. It holds at most size schemas (and compile errors); when full, an
+// arbitrary entry makes room. Concurrent requests for the same uncached schema compile it once. It is safe
+// for concurrent use.
+type SchemaCache struct {
+	mu      sync.RWMutex
+	size    int
+	entries map[string]*schemaCacheEntry
+}
+
+type schemaCacheEntry struct {
+	ready  chan struct{} // closed once s and err are set
+	schema *Schema
+	err    error
+}
+
+// DefaultSchemaCacheSize is the size of a SchemaCache made with a size of zero or less.
+const DefaultSchemaCacheSize = 1024
+
+// NewSchemaCache returns a cache of up to size compiled schemas ([DefaultSchemaCacheSize] if size <= 0).
+func NewSchemaCache(size int) *SchemaCache {
+	if size <= 0 {
+		size = DefaultSchemaCacheSize
+	}
+	return &SchemaCache{size: size, entries: make(map[string]*schemaCacheEntry)}
+}
+
+// Compile returns the compiled schema for raw, as [CompileSchema] would, compiling it only when it is not
+// cached.
+func (c *SchemaCache) Compile(raw json.RawMessage) (*Schema, error) {
+	c.mu.RLock()
+	e, ok := c.entries[string(raw)]
+	c.mu.RUnlock()
+	if !ok {
+		c.mu.Lock()
+		if e, ok = c.entries[string(raw)]; !ok {
+			if len(c.entries) >= c.size {
+				for k := range c.entries {
+					delete(c.entries, k)
+					break
+				}
+			}
+			e = &schemaCacheEntry{ready: make(chan struct{})}
+			c.entries[string(raw)] = e
+		}
+		c.mu.Unlock()
+		if !ok {
+			func() {
+				defer close(e.ready)
+				e.schema, e.err = CompileSchema(raw)
+			}()
+		}
+	}
+	<-e.ready
+	if e.err != nil {
+		// Callers may decorate an *Error (With); each gets its own copy of the cached one.
+		var ce *Error
+		if errors.As(e.err, &ce) {
+			cp := *ce
+			cp.Details = nil
+			return nil, &cp
+		}
+		return nil, e.err
+	}
+	return e.schema, nil
+}
+
+// Len reports how many schemas the cache holds.
+func (c *SchemaCache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}

@@ -1,0 +1,83 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Session is one invocation of an agent: its status, its lineage, its events and its result. A session has
+// one run at a time; an AI session gets a new run each time it is resumed.
+type Session struct {
+	ID        string        `json:"session_id"`
+	AgentName string        `json:"agent_name"`
+	AgentType AgentType     `json:"agent_type"`
+	Status    SessionStatus `json:"status"`
+	// ParentSessionID is the session that started this one, if any.
+	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// Callback is true when the parent asked to be resumed with this session's result (async_callback).
+	Callback   bool   `json:"callback,omitempty"`
+	ProjectDir string `json:"project_dir,omitempty"`
+	// Parameters are the parameters of the first run, after schema defaults were applied.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// OutputSchema is the schema result_data must match: the caller's, else the blueprint's.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Demands are the demands of the first run; a resume inherits them.
+	Demands Demands `json:"demands,omitzero"`
+	// Metadata is the caller's free-form metadata (metadata.env becomes the deterministic command's env).
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// RunnerID is the runner of the latest run.
+	RunnerID string `json:"runner_id,omitempty"`
+	// CurrentRunID is the latest run.
+	CurrentRunID string `json:"run_id,omitempty"`
+	// ExecutorSessionID is the executor's own id for resuming (Claude Code's session id).
+	ExecutorSessionID string `json:"executor_session_id,omitempty"`
+	// Result is set once a run ends; a resumed session keeps its previous result until the new run ends.
+	Result *Result `json:"result,omitempty"`
+	// Error says why the session failed or stopped.
+	Error string `json:"error,omitempty"`
+	// LastEventSeq is the sequence number of the newest event.
+	LastEventSeq int64      `json:"last_event_seq"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	EndedAt      *time.Time `json:"ended_at,omitempty"`
+}
+
+// Result is the outcome of a session, the same shape for every agent type (seed 001 §8).
+type Result struct {
+	// ResultType is "deterministic" or "agent".
+	ResultType string `json:"result_type"`
+	// ResultText is the raw output: a deterministic command's stdout, an AI agent's final message.
+	ResultText string `json:"result_text"`
+	// ResultData is structured output: stdout parsed as JSON, or an AI answer validated against the output
+	// schema. Absent when there is none.
+	ResultData json.RawMessage `json:"result_data,omitempty"`
+	// ExitCode is the deterministic command's exit status (-1 when it did not exit by itself: killed,
+	// stopped, timed out). Go function agents (executor/gofunc) report 0 returned, 1 error, 2 panic.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Error says what went wrong, when something did.
+	Error string `json:"error,omitempty"`
+	// Truncated is true when ResultText was cut at the executor's output limit.
+	Truncated bool `json:"truncated,omitempty"`
+	// ValidationErrors are the output_schema failures, when the output did not validate.
+	ValidationErrors []FieldError `json:"validation_errors,omitempty"`
+}
+
+// Failed reports whether the result describes a failure (an error, or a non-zero exit code).
+func (r *Result) Failed() bool {
+	return r != nil && (r.Error != "" || (r.ExitCode != nil && *r.ExitCode != 0))
+}
+
+// Callback records that a child session ended and its parent asked to hear about it. It is written in the
+// same transaction that ends the child, so it survives any crash, and is delivered by resuming the parent.
+type Callback struct {
+	ID              string `json:"callback_id"`
+	ParentSessionID string `json:"parent_session_id"`
+	ChildSessionID  string `json:"child_session_id"`
+	// Type is child_completed, child_failed or child_stopped.
+	Type         string     `json:"callback_type"`
+	ChildAgent   string     `json:"child_agent_name"`
+	Result       *Result    `json:"result,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	DeliveredAt  *time.Time `json:"delivered_at,omitempty"`
+	DeliveredRun string     `json:"delivered_run_id,omitempty"`
+}

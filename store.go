@@ -1,0 +1,181 @@
+package orchestrator
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the coordinator's durable state: runners, agents, sessions, runs, events and callbacks. It is
+// the truth: the coordinator keeps nothing in memory that a restart could lose.
+//
+// Implementations live in subpackages (store/sqlstore for SQLite and PostgreSQL) and run the conformance
+// suite in store/storetest. Rules every implementation follows:
+//
+//   - Missing records are [ErrNotFound]; uniqueness violations and lost guards are [ErrConflict].
+//   - Guarded updates (Update*, Claim*) change a record only when its current status is one of the
+//     expected ones, in one atomic statement; concurrent callers can never both win.
+//   - Times are stored with at least microsecond precision and returned in UTC.
+//   - Returned records are fresh copies the caller may modify.
+//   - Lists are ordered oldest first (by creation time, then id) unless a filter says otherwise.
+//   - Deleting a missing record is ErrNotFound; a cursor (AfterID) naming a record that no longer exists
+//     is ErrNotFound.
+//   - JSON payloads come back byte for byte as stored.
+type Store interface {
+	// InTx runs fn in one transaction: either everything fn did through tx is committed, or nothing is.
+	// Calling InTx on a tx runs fn in the same transaction. Inside fn use only tx: on SQLite the
+	// transaction holds the store's only write connection, so a call through the outer Store waits for fn
+	// to finish and never returns.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx Store) error) error
+
+	// PutRunner inserts the runner or replaces the record with the same ID.
+	PutRunner(ctx context.Context, r *RunnerInfo) error
+	GetRunner(ctx context.Context, id string) (*RunnerInfo, error)
+	ListRunners(ctx context.Context, f RunnerFilter) ([]*RunnerInfo, error)
+	// TouchRunner records a heartbeat: sets LastHeartbeatAt and, when the runner was stale, makes it online.
+	// An unknown or offline runner is ErrNotFound (it must register again).
+	TouchRunner(ctx context.Context, id string, at time.Time) (*RunnerInfo, error)
+	// UpdateRunnerStatus moves a runner to status when its current status is one of from
+	// (and, when heartbeatBefore is non-zero, its last heartbeat is older than it).
+	UpdateRunnerStatus(ctx context.Context, id string, from []RunnerStatus, to RunnerStatus, heartbeatBefore time.Time) (*RunnerInfo, error)
+	DeleteRunner(ctx context.Context, id string) error
+
+	// CreateAgent inserts an agent; a taken name is ErrConflict.
+	CreateAgent(ctx context.Context, a *Agent) error
+	GetAgent(ctx context.Context, name string) (*Agent, error)
+	// ListAgents returns agents ordered by name.
+	ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, error)
+	// UpdateAgent replaces the blueprint and UpdatedAt of an existing agent.
+	UpdateAgent(ctx context.Context, a *Agent) error
+	DeleteAgent(ctx context.Context, name string) error
+	// DeleteRunnerAgents deletes every agent owned by the runner and returns how many there were.
+	DeleteRunnerAgents(ctx context.Context, runnerID string) (int, error)
+
+	CreateSession(ctx context.Context, s *Session) error
+	GetSession(ctx context.Context, id string) (*Session, error)
+	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
+	// UpdateSession applies u when the session's status is one of from (any status when from is empty) and
+	// returns the updated session.
+	UpdateSession(ctx context.Context, id string, from []SessionStatus, u SessionUpdate) (*Session, error)
+	// DeleteSession deletes the session with its runs, events and callbacks (as parent or child).
+	DeleteSession(ctx context.Context, id string) error
+
+	CreateRun(ctx context.Context, r *Run) error
+	GetRun(ctx context.Context, id string) (*Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// ClaimRun atomically moves the oldest pending run that the runner described by p can execute (see
+	// [Demands.Matches]) to claimed, bound to the runner, and returns it. ErrNotFound when there is none.
+	// A run is never claimed twice.
+	ClaimRun(ctx context.Context, p ClaimParams) (*Run, error)
+	// UpdateRun applies u when the run's status is one of from (any status when from is empty) and, when
+	// runnerID is non-empty, the run is held by that runner. A run held by another runner is ErrConflict.
+	UpdateRun(ctx context.Context, id string, from []RunStatus, runnerID string, u RunUpdate) (*Run, error)
+	// TakeStopRequests returns the runner's claimed or running runs with a stop requested that was never
+	// sent, or sent before resendBefore, and marks them sent at now.
+	TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*Run, error)
+
+	// AppendEvents appends events to a session, assigning each the next sequence number (written back into
+	// the events) and raising the session's LastEventSeq. An unknown session is ErrNotFound.
+	AppendEvents(ctx context.Context, sessionID string, events []*Event) error
+	// ListEvents returns up to limit events with Seq > afterSeq, in Seq order.
+	ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]*Event, error)
+	// LastEvent returns the newest event of one of the given types with Seq > afterSeq; ErrNotFound if none.
+	LastEvent(ctx context.Context, sessionID string, types []string, afterSeq int64) (*Event, error)
+
+	CreateCallback(ctx context.Context, c *Callback) error
+	// ListCallbacks returns callbacks oldest first.
+	ListCallbacks(ctx context.Context, f CallbackFilter) ([]*Callback, error)
+	// MarkCallbacksDelivered sets DeliveredAt and DeliveredRun on the listed callbacks that are not yet
+	// delivered, and returns how many it marked.
+	MarkCallbacksDelivered(ctx context.Context, ids []string, runID string, at time.Time) (int, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// RunnerFilter selects runners. Zero fields select everything.
+type RunnerFilter struct {
+	Statuses []RunnerStatus
+	// HeartbeatBefore selects runners whose last heartbeat is older than it.
+	HeartbeatBefore time.Time
+}
+
+// AgentFilter selects agents. Zero fields select everything.
+type AgentFilter struct {
+	Type AgentType
+	// Tags: the agent must carry all of them.
+	Tags []string
+	// RunnerID: agents owned by this runner.
+	RunnerID string
+}
+
+// SessionFilter selects sessions, oldest first, in pages.
+type SessionFilter struct {
+	Statuses        []SessionStatus
+	AgentName       string
+	ParentSessionID string
+	// AfterID continues a listing after the session with this id (the cursor of the previous page).
+	AfterID string
+	// Limit bounds the page; zero means no bound.
+	Limit int
+	// EndedBefore selects ended sessions whose EndedAt is older than it (retention).
+	EndedBefore time.Time
+}
+
+// RunFilter selects runs, oldest first.
+type RunFilter struct {
+	Statuses  []RunStatus
+	SessionID string
+	// RunnerID selects runs claimed by this runner.
+	RunnerID string
+	// DemandRunnerID selects runs pinned to this runner (Demands.RunnerID).
+	DemandRunnerID string
+	AgentName      string
+	// CreatedBefore selects runs created before it (the no-match timeout).
+	CreatedBefore time.Time
+	AfterID       string
+	Limit         int
+}
+
+// CallbackFilter selects callbacks.
+type CallbackFilter struct {
+	ParentSessionID string
+	ChildSessionID  string
+	// Pending selects only callbacks not yet delivered.
+	Pending bool
+}
+
+// ClaimParams describes the claiming runner; the store matches it against each pending run's demands and
+// agent type exactly as [Demands.Matches] does.
+type ClaimParams struct {
+	Runner *RunnerInfo
+	Now    time.Time
+}
+
+// SessionUpdate lists the session fields to change; nil fields are left alone.
+type SessionUpdate struct {
+	Status            *SessionStatus
+	RunnerID          *string
+	CurrentRunID      *string
+	ExecutorSessionID *string
+	Result            *Result
+	// ClearResult removes the result (Result must be nil).
+	ClearResult bool
+	Error       *string
+	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
+	EndedAt      *time.Time
+	ClearEndedAt bool
+	UpdatedAt    time.Time
+}
+
+// RunUpdate lists the run fields to change; nil fields are left alone.
+type RunUpdate struct {
+	Status          *RunStatus
+	RunnerID        *string
+	Error           *string
+	StopRequestedAt *time.Time
+	StartedAt       *time.Time
+	EndedAt         *time.Time
+}
+
+// Ptr returns a pointer to v: a convenience for building updates.
+func Ptr[T any](v T) *T { return &v }
