@@ -1,0 +1,190 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// ClaimRun moves the oldest pending run the runner can execute to claimed, bound to the runner, in one
+// statement.
+//
+// The statement is an UPDATE whose target is chosen from up to three probes. Each probe walks the
+// partial index runs_claim (pending runs only, keyed by demand_runner_id, agent_type, created_at, id) from
+// the oldest entry under one (demand_runner_id, agent_type) key, filtered by the rest of
+// [orchestrator.Demands.Matches]:
+//
+//   - deterministic runs pinned to this runner;
+//   - AI runs pinned to this runner (when it accepts AI agents: resumed sessions are pinned);
+//   - AI runs pinned to no runner (when it accepts AI agents).
+//
+// Runs pinned to other runners sit under other keys, so no number of them slows a claim down; only
+// unpinned runs this runner cannot take for another reason (a demanded hostname, tag, ...) are stepped
+// over. A deterministic run is always pinned (Matches refuses an unpinned one), and runs of any other
+// agent type are never claimed.
+//
+// The statement has fixed text with bound parameters and is prepared once (per connection on
+// PostgreSQL), so it is parsed and planned once: for a statement this size that is most of the cost.
+//
+// SQLite: the statement is atomic under SQLite's single writer (BEGIN IMMEDIATE).
+//
+// PostgreSQL: each probe locks its candidate FOR UPDATE SKIP LOCKED, so concurrent claimers pass over each
+// other's candidates instead of queueing behind them, and a candidate whose claim committed meanwhile is
+// re-checked (no longer pending) and passed over too. The UPDATE finds its row by primary key alone: the
+// probe's lock guarantees it is still pending. The locks of candidates that lose to an older one last
+// until the statement ends, so a concurrent claim may find nothing but such rows: a claim that comes back
+// empty checks the probes without locks and, when they find candidates, claims again (up to
+// claimRetries times). ErrNotFound therefore means nothing was claimable, not "everything was busy".
+func (s *Store) ClaimRun(ctx context.Context, p orchestrator.ClaimParams) (*orchestrator.Run, error) {
+	runner := p.Runner
+	if runner == nil || runner.ID == "" {
+		return nil, errors.New("sqlstore: ClaimRun needs a runner")
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = orchestrator.Now()
+	}
+	q := claimSQL[s.pg]
+	args := claimArgs(s.pg, runner, now)
+	for attempt := 0; ; attempt++ {
+		var row runRow
+		if err := s.queryPrepared(ctx, q.claim, args, &row); err != nil {
+			return nil, wrap(err, "claim for runner", runner.ID)
+		}
+		if row.ID != "" {
+			return row.domain()
+		}
+		if !s.pg || attempt >= claimRetries {
+			break
+		}
+		// Were the candidates all locked by concurrent claims, or is there nothing to take?
+		var ids []string
+		if err := s.queryPrepared(ctx, q.probes, args[:claimProbeArgs], &ids); err != nil {
+			return nil, wrap(err, "claim for runner", runner.ID)
+		}
+		if len(ids) == 0 {
+			break
+		}
+	}
+	return nil, notFound("claimable run for runner", runner.ID)
+}
+
+// claimRetries bounds how often a PostgreSQL claim that found every candidate locked by concurrent claims
+// looks again (each time, those claims made progress).
+const claimRetries = 20
+
+// claimProbeArgs is the number of parameters of the probes: 1 runner id, 2-5 the runner's hostname,
+// project dir, executor type and profile, 6 its tags, 7 whether it requires matching tags, 8 whether it
+// accepts AI agents. The claim adds 9 the claimed status and 10 the claim time.
+const claimProbeArgs = 8
+
+func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time) []any {
+	var tags string
+	if pg {
+		tags = strings.Join(runner.Tags, ",") // tags hold no commas (orchestrator.Demands.Validate)
+	} else {
+		b, _ := json.Marshal(append([]string{}, runner.Tags...)) // [] rather than null for no tags
+		tags = string(b)
+	}
+	return []any{
+		runner.ID, runner.Hostname, runner.ProjectDir, runner.ExecutorType, runner.ExecutorProfile,
+		tags, runner.RequireMatchingTags, runner.AcceptsAgents,
+		string(orchestrator.RunClaimed), formatTime(now),
+	}
+}
+
+// claimSQL holds the claim statements per dialect (true: PostgreSQL).
+var claimSQL = map[bool]struct{ claim, probes string }{false: buildClaimSQL(false), true: buildClaimSQL(true)}
+
+func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
+	arg := func(n int) string {
+		if pg {
+			return "$" + strconv.Itoa(n)
+		}
+		return "?" + strconv.Itoa(n)
+	}
+	flag := func(n int) string {
+		if pg {
+			return arg(n) + "::boolean"
+		}
+		return arg(n) + " <> 0"
+	}
+	// Every demanded tag is one the runner holds.
+	tagHeld := "t.tag NOT IN (SELECT value FROM json_each(" + arg(6) + "))"
+	if pg {
+		tagHeld = "t.tag <> ALL(string_to_array(" + arg(6) + ", ','))"
+	}
+	// The rest of Demands.Matches: every demanded field empty or the runner's, and every demanded tag
+	// held; for runs pinned to no runner also at least one demanded tag, when the runner requires matching
+	// tags (a run pinned to the runner always qualifies).
+	match := " AND r.demand_hostname IN ('', " + arg(2) + ") AND r.demand_project_dir IN ('', " + arg(3) + ")" +
+		" AND r.demand_executor_type IN ('', " + arg(4) + ") AND r.demand_executor_profile IN ('', " + arg(5) + ")" +
+		" AND (r.demand_tag_count = 0 OR NOT EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND " + tagHeld + "))"
+	requireTags := " AND (NOT (" + flag(7) + ") OR r.demand_tag_count > 0)"
+	union := func(lock string) string {
+		var sb strings.Builder
+		for i, p := range []struct{ pinned, agentType, gate string }{
+			{arg(1), "deterministic", ""},
+			{arg(1), "agent", " AND (" + flag(8) + ")"},
+			{"''", "agent", " AND (" + flag(8) + ")" + requireTags},
+		} {
+			if i > 0 {
+				sb.WriteString(" UNION ALL ")
+			}
+			// A derived table per probe: SQLite allows no ORDER BY/LIMIT, and PostgreSQL no FOR UPDATE, on a
+			// member of a compound SELECT. status and agent_type are literals so that the planners can prove
+			// the partial index applies; the gate is a constant, tested once.
+			sb.WriteString("SELECT id, created_at FROM (SELECT r.id, r.created_at FROM runs r" +
+				" WHERE r.status = 'pending' AND r.demand_runner_id = " + p.pinned + " AND r.agent_type = '" + p.agentType + "'" +
+				p.gate + match + " ORDER BY r.created_at, r.id LIMIT 1" + lock + ") p" + strconv.Itoa(i))
+		}
+		return sb.String()
+	}
+	// The columns are named rather than *: a prepared statement must keep its result shape when a newer
+	// replica adds a column (PostgreSQL refuses to run it otherwise: "cached plan must not change result
+	// type").
+	returning := strings.Join(columns(runRow{}), ", ")
+	set := "UPDATE runs SET status = " + arg(9) + ", runner_id = " + arg(1) + ", claimed_at = " + arg(10)
+	if pg {
+		q.claim = set + " WHERE id = (SELECT id FROM (" + union(" FOR UPDATE SKIP LOCKED") + ") k" +
+			" ORDER BY created_at, id LIMIT 1) RETURNING " + returning
+	} else {
+		q.claim = set + " WHERE status = 'pending' AND id = (SELECT id FROM (" + union("") + ") k" +
+			" ORDER BY created_at, id LIMIT 1) RETURNING " + returning
+	}
+	q.probes = "SELECT id FROM (" + union("") + ") k"
+	return q
+}
+
+// columns returns the column names of a row struct, from its bun tags.
+func columns(row any) []string {
+	var cols []string
+	t := reflect.TypeOf(row)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("bun"), ",")
+		if name != "" && !strings.HasPrefix(name, "table:") {
+			cols = append(cols, name)
+		}
+	}
+	return cols
+}
+
+// queryPrepared runs query as a prepared statement and scans its rows into dest (a struct, which then
+// holds the first row, or a slice) through bun. No row leaves dest as it was.
+func (s *Store) queryPrepared(ctx context.Context, query string, args []any, dest any) error {
+	stmt, err := s.prepared(ctx, query)
+	if err != nil {
+		return err
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	return s.dbW.ScanRows(ctx, rows, dest) // closes rows
+}

@@ -1,0 +1,94 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/uptrace/bun"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// AppendEvents appends the events to the session in one transaction: it raises the session's
+// last_event_seq by len(events) in one atomic UPDATE (which also serialises concurrent appenders to the
+// session: on PostgreSQL the row lock is held to commit, on SQLite the write lock), numbers the events
+// from the old value, and inserts them. It writes SessionID, Seq and (when zero) Time back into events.
+func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []*orchestrator.Event) error {
+	return s.tx(ctx, func(ctx context.Context, tx *Store) error {
+		var last int64
+		err := tx.queryRow(ctx, appendSeqSQL, []any{int64(len(events)), sessionID}, &last)
+		if err != nil {
+			return wrap(err, "session", sessionID)
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		first := last - int64(len(events)) + 1
+		rows := make([]eventRow, len(events))
+		now := orchestrator.Now()
+		for i, e := range events {
+			t := utc(e.Time)
+			if t.IsZero() {
+				t = now
+			}
+			rows[i] = eventRow{SessionID: sessionID, Seq: first + int64(i), Type: e.Type, Time: t, Data: rawOrNil(e.Data)}
+		}
+		if tx.pg {
+			// One multi-row INSERT: one round trip.
+			if _, err := tx.w.NewInsert().Model(&rows).Exec(ctx); err != nil {
+				return wrap(err, "events of session", sessionID)
+			}
+		} else {
+			// A prepared single-row INSERT per event: no parsing, and no round trips to save.
+			for i := range rows {
+				if err := tx.insert(ctx, &rows[i]); err != nil {
+					return wrap(err, "events of session", sessionID)
+				}
+			}
+		}
+		for i, e := range events {
+			e.SessionID, e.Seq, e.Time = sessionID, rows[i].Seq, rows[i].Time
+		}
+		return nil
+	})
+}
+
+// appendSeqSQL hands out a batch of sequence numbers. The UPDATE is atomic and, on PostgreSQL, holds the
+// session's row lock until the transaction ends, so concurrent batches cannot interleave.
+const appendSeqSQL = "UPDATE sessions SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq"
+
+// ListEvents returns up to limit events (all, when limit ≤ 0) with Seq > afterSeq, in Seq order.
+func (s *Store) ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]*orchestrator.Event, error) {
+	var rows []eventRow
+	q := s.r.NewSelect().Model(&rows).Where("session_id = ?", sessionID).Where("seq > ?", afterSeq).OrderExpr("seq")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "events of session", sessionID)
+	}
+	out := make([]*orchestrator.Event, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// LastEvent returns the newest event of one of the types (any type, when types is empty) with
+// Seq > afterSeq.
+func (s *Store) LastEvent(ctx context.Context, sessionID string, types []string, afterSeq int64) (*orchestrator.Event, error) {
+	var row eventRow
+	q := s.r.NewSelect().Model(&row).Where("session_id = ?", sessionID).Where("seq > ?", afterSeq).
+		OrderExpr("seq DESC").Limit(1)
+	if len(types) > 0 {
+		q = q.Where("type IN (?)", bun.In(types))
+	}
+	if err := q.Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFound("event of session", sessionID)
+		}
+		return nil, wrap(err, "events of session", sessionID)
+	}
+	return row.domain(), nil
+}

@@ -1,0 +1,121 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// PutRunner inserts the runner or replaces the record with the same ID.
+func (s *Store) PutRunner(ctx context.Context, r *orchestrator.RunnerInfo) error {
+	row, err := runnerToRow(r)
+	if err != nil {
+		return err
+	}
+	q := s.w.NewInsert().Model(row).On("CONFLICT (id) DO UPDATE")
+	for _, c := range []string{"hostname", "project_dir", "executor_type", "executor_profile", "executor", "tags",
+		"require_matching_tags", "max_concurrent", "accepts_agents", "status", "registered_at", "last_heartbeat_at"} {
+		q = q.Set("? = EXCLUDED.?", bun.Ident(c), bun.Ident(c))
+	}
+	_, err = q.Exec(ctx)
+	return wrap(err, "runner", r.ID)
+}
+
+// GetRunner returns the runner with the id.
+func (s *Store) GetRunner(ctx context.Context, id string) (*orchestrator.RunnerInfo, error) {
+	var row runnerRow
+	if err := s.r.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, wrap(err, "runner", id)
+	}
+	return row.domain()
+}
+
+// ListRunners returns the runners f selects, oldest registration first.
+func (s *Store) ListRunners(ctx context.Context, f orchestrator.RunnerFilter) ([]*orchestrator.RunnerInfo, error) {
+	var rows []runnerRow
+	q := s.r.NewSelect().Model(&rows).OrderExpr("registered_at, id")
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN (?)", bun.In(f.Statuses))
+	}
+	if !f.HeartbeatBefore.IsZero() {
+		q = q.Where("last_heartbeat_at < ?", utc(f.HeartbeatBefore))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "runners", "")
+	}
+	out := make([]*orchestrator.RunnerInfo, 0, len(rows))
+	for i := range rows {
+		r, err := rows[i].domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// TouchRunner records a heartbeat; a stale runner becomes online. Unknown or offline runners are
+// ErrNotFound.
+func (s *Store) TouchRunner(ctx context.Context, id string, at time.Time) (*orchestrator.RunnerInfo, error) {
+	var row runnerRow
+	err := s.w.NewUpdate().Model(&row).
+		Set("last_heartbeat_at = ?", utc(at)).
+		Set("status = ?", orchestrator.RunnerOnline).
+		Where("id = ?", id).
+		Where("status IN (?)", bun.In([]orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale})).
+		Returning("*").Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "runner", id)
+	}
+	return row.domain()
+}
+
+// UpdateRunnerStatus moves the runner to status to when its status is one of from (any, when from is
+// empty) and, when heartbeatBefore is set, its last heartbeat is older than heartbeatBefore.
+func (s *Store) UpdateRunnerStatus(ctx context.Context, id string, from []orchestrator.RunnerStatus, to orchestrator.RunnerStatus, heartbeatBefore time.Time) (*orchestrator.RunnerInfo, error) {
+	var row runnerRow
+	q := s.w.NewUpdate().Model(&row).Set("status = ?", to).Where("id = ?", id)
+	if len(from) > 0 {
+		q = q.Where("status IN (?)", bun.In(from))
+	}
+	if !heartbeatBefore.IsZero() {
+		q = q.Where("last_heartbeat_at < ?", utc(heartbeatBefore))
+	}
+	err := q.Returning("*").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.GetRunner(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, conflict("runner", id, "is not in an expected state")
+	}
+	if err != nil {
+		return nil, wrap(err, "runner", id)
+	}
+	return row.domain()
+}
+
+// DeleteRunner deletes the runner record (not its agents: see DeleteRunnerAgents).
+func (s *Store) DeleteRunner(ctx context.Context, id string) error {
+	res, err := s.w.NewDelete().Model((*runnerRow)(nil)).Where("id = ?", id).Exec(ctx)
+	return deleted(res, err, "runner", id)
+}
+
+// deleted maps a DELETE's outcome: no row is ErrNotFound.
+func deleted(res sql.Result, err error, what, id string) error {
+	if err != nil {
+		return wrap(err, what, id)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(err, what, id)
+	}
+	if n == 0 {
+		return notFound(what, id)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// CreateRun inserts the run and its demanded tags; a taken id is ErrConflict.
+func (s *Store) CreateRun(ctx context.Context, r *orchestrator.Run) error {
+	row, tags, err := runToRow(r)
+	if err != nil {
+		return err
+	}
+	insert := func(ctx context.Context, s *Store) error {
+		if err := s.insert(ctx, row); err != nil {
+			return wrap(err, "run", r.ID)
+		}
+		for i := range tags {
+			if err := s.insert(ctx, &tags[i]); err != nil {
+				return wrap(err, "run tags", r.ID)
+			}
+		}
+		return nil
+	}
+	if len(tags) == 0 {
+		return insert(ctx, s) // one statement: no transaction needed
+	}
+	return s.tx(ctx, insert)
+}
+
+// GetRun returns the run with the id.
+func (s *Store) GetRun(ctx context.Context, id string) (*orchestrator.Run, error) {
+	var row runRow
+	if err := s.r.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, wrap(err, "run", id)
+	}
+	return row.domain()
+}
+
+// ListRuns returns the runs f selects, oldest first. AfterID continues strictly after that run; a cursor
+// naming a run that no longer exists is ErrNotFound.
+func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
+	var rows []runRow
+	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN (?)", bun.In(f.Statuses))
+	}
+	if f.SessionID != "" {
+		q = q.Where("session_id = ?", f.SessionID)
+	}
+	if f.RunnerID != "" {
+		q = q.Where("runner_id = ?", f.RunnerID)
+	}
+	if f.AgentName != "" {
+		q = q.Where("agent_name = ?", f.AgentName)
+	}
+	if !f.CreatedBefore.IsZero() {
+		q = q.Where("created_at < ?", utc(f.CreatedBefore))
+	}
+	if f.AfterID != "" {
+		var after runRow
+		if err := s.r.NewSelect().Model(&after).Column("id", "created_at").Where("id = ?", f.AfterID).Scan(ctx); err != nil {
+			return nil, wrap(err, "cursor run", f.AfterID)
+		}
+		q = afterCursor(q, after.CreatedAt, after.ID)
+	}
+	if f.Limit > 0 {
+		q = q.Limit(int64(f.Limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "runs", "")
+	}
+	return runsDomain(rows)
+}
+
+func runsDomain(rows []runRow) ([]*orchestrator.Run, error) {
+	out := make([]*orchestrator.Run, 0, len(rows))
+	for i := range rows {
+		r, err := rows[i].domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// UpdateRun applies u when the run's status is one of from (any, when from is empty) and, when runnerID
+// is set, the run is held by that runner.
+func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
+	var row runRow
+	q := s.w.NewUpdate().Model(&row).Where("id = ?", id)
+	if len(from) > 0 {
+		q = q.Where("status IN (?)", bun.In(from))
+	}
+	if runnerID != "" {
+		q = q.Where("runner_id = ?", runnerID)
+	}
+	set := false
+	if u.Status != nil {
+		q, set = q.Set("status = ?", *u.Status), true
+	}
+	if u.RunnerID != nil {
+		q, set = q.Set("runner_id = ?", *u.RunnerID), true
+	}
+	if u.Error != nil {
+		q, set = q.Set("error = ?", *u.Error), true
+	}
+	if u.StopRequestedAt != nil {
+		q, set = q.Set("stop_requested_at = ?", utc(*u.StopRequestedAt)), true
+	}
+	if u.StartedAt != nil {
+		q, set = q.Set("started_at = ?", utc(*u.StartedAt)), true
+	}
+	if u.EndedAt != nil {
+		q, set = q.Set("ended_at = ?", utc(*u.EndedAt)), true
+	}
+	if !set {
+		q = q.Set("id = id") // nothing to change, but the guard is still checked
+	}
+	err := q.Returning("*").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, err := s.GetRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if runnerID != "" && cur.RunnerID != runnerID {
+			return nil, conflict("run", id, "is held by another runner")
+		}
+		return nil, conflict("run", id, "is "+string(cur.Status))
+	}
+	if err != nil {
+		return nil, wrap(err, "run", id)
+	}
+	return row.domain()
+}
+
+// TakeStopRequests returns the runner's claimed or running runs with a stop requested and not sent (or
+// sent before resendBefore), marking them sent at now, in one statement.
+func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*orchestrator.Run, error) {
+	var rows []runRow
+	q := s.w.NewUpdate().Model(&rows).
+		Set("stop_sent_at = ?", utc(now)).
+		Where("runner_id = ?", runnerID).
+		Where("status IN (?)", bun.In([]orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning})).
+		Where("stop_requested_at IS NOT NULL")
+	if resendBefore.IsZero() {
+		q = q.Where("stop_sent_at IS NULL")
+	} else {
+		q = q.Where("(stop_sent_at IS NULL OR stop_sent_at < ?)", utc(resendBefore))
+	}
+	if err := q.Returning("*").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, wrap(err, "stop requests of runner", runnerID)
+	}
+	// RETURNING has no ORDER BY.
+	slices.SortFunc(rows, func(a, b runRow) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return runsDomain(rows)
+}

@@ -1,0 +1,161 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// CreateSession inserts the session; a taken id is ErrConflict.
+func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) error {
+	row, err := sessionToRow(se)
+	if err != nil {
+		return err
+	}
+	return wrap(s.insert(ctx, row), "session", se.ID)
+}
+
+// GetSession returns the session with the id.
+func (s *Store) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+	var row sessionRow
+	if err := s.r.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, wrap(err, "session", id)
+	}
+	return row.domain()
+}
+
+// ListSessions returns the sessions f selects, oldest first (created_at, then id). AfterID continues
+// strictly after that session in this order; a cursor naming a session that no longer exists is
+// ErrNotFound.
+func (s *Store) ListSessions(ctx context.Context, f orchestrator.SessionFilter) ([]*orchestrator.Session, error) {
+	var rows []sessionRow
+	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN (?)", bun.In(f.Statuses))
+	}
+	if f.AgentName != "" {
+		q = q.Where("agent_name = ?", f.AgentName)
+	}
+	if f.ParentSessionID != "" {
+		q = q.Where("parent_session_id = ?", f.ParentSessionID)
+	}
+	if !f.EndedBefore.IsZero() {
+		q = q.Where("ended_at IS NOT NULL AND ended_at < ?", utc(f.EndedBefore))
+	}
+	if f.AfterID != "" {
+		var after sessionRow
+		if err := s.r.NewSelect().Model(&after).Column("id", "created_at").Where("id = ?", f.AfterID).Scan(ctx); err != nil {
+			return nil, wrap(err, "cursor session", f.AfterID)
+		}
+		q = afterCursor(q, after.CreatedAt, after.ID)
+	}
+	if f.Limit > 0 {
+		q = q.Limit(int64(f.Limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "sessions", "")
+	}
+	out := make([]*orchestrator.Session, 0, len(rows))
+	for i := range rows {
+		se, err := rows[i].domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, se)
+	}
+	return out, nil
+}
+
+// afterCursor selects rows strictly after (createdAt, id) in (created_at, id) order. Spelled out rather
+// than as a row-value comparison so both planners use the (…, created_at, id) indexes the same way.
+func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.SelectQuery {
+	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("created_at > ?", utc(createdAt)).
+			WhereOr("created_at = ? AND id > ?", utc(createdAt), id)
+	})
+}
+
+// UpdateSession applies u when the session's status is one of from (any, when from is empty).
+func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
+	var row sessionRow
+	q := s.w.NewUpdate().Model(&row).Where("id = ?", id)
+	if len(from) > 0 {
+		q = q.Where("status IN (?)", bun.In(from))
+	}
+	if u.Status != nil {
+		q = q.Set("status = ?", *u.Status)
+	}
+	if u.RunnerID != nil {
+		q = q.Set("runner_id = ?", *u.RunnerID)
+	}
+	if u.CurrentRunID != nil {
+		q = q.Set("current_run_id = ?", *u.CurrentRunID)
+	}
+	if u.ExecutorSessionID != nil {
+		q = q.Set("executor_session_id = ?", *u.ExecutorSessionID)
+	}
+	switch {
+	case u.Result != nil:
+		b, err := marshalResult(u.Result)
+		if err != nil {
+			return nil, err
+		}
+		q = q.Set("result = ?", b)
+	case u.ClearResult:
+		q = q.Set("result = NULL")
+	}
+	if u.Error != nil {
+		q = q.Set("error = ?", *u.Error)
+	}
+	switch {
+	case u.EndedAt != nil:
+		q = q.Set("ended_at = ?", utc(*u.EndedAt))
+	case u.ClearEndedAt:
+		q = q.Set("ended_at = NULL")
+	}
+	updated := u.UpdatedAt
+	if updated.IsZero() {
+		updated = orchestrator.Now()
+	}
+	q = q.Set("updated_at = ?", utc(updated))
+
+	err := q.Returning("*").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.GetSession(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, conflict("session", id, "is not in an expected state")
+	}
+	if err != nil {
+		return nil, wrap(err, "session", id)
+	}
+	return row.domain()
+}
+
+// DeleteSession deletes the session with its runs (and their demanded tags), events and callbacks (as
+// parent or child), in one transaction.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	return s.tx(ctx, func(ctx context.Context, tx *Store) error {
+		runs := tx.w.NewSelect().Model((*runRow)(nil)).Column("id").Where("session_id = ?", id)
+		if _, err := tx.w.NewDelete().Model((*runTagRow)(nil)).Where("run_id IN (?)", runs).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
+		if _, err := tx.w.NewDelete().Model((*runRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
+		if _, err := tx.w.NewDelete().Model((*eventRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
+		if _, err := tx.w.NewDelete().Model((*callbackRow)(nil)).
+			Where("parent_session_id = ? OR child_session_id = ?", id, id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
+		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id = ?", id).Exec(ctx)
+		return deleted(res, err, "session", id)
+	})
+}

@@ -1,0 +1,121 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// Bench runs the store benchmarks against the stores newStore returns (one fresh store per benchmark):
+//
+//   - CreateClaimComplete: the life of one run: create a session and its run, claim it, start it,
+//     complete it.
+//   - ClaimEmpty: a claim that finds nothing, on an empty queue.
+//   - ClaimWith10kPinnedElsewhere: the same claim with 10,000 pending runs pinned to other runners
+//     (deterministic runs of busy runners). It should cost about what ClaimEmpty costs.
+//   - ClaimWith10kDemandMismatch: the same claim with 10,000 pending unpinned runs whose demanded
+//     hostname the runner does not have. A store may need to step over these.
+//   - AppendEvent: appending one event to a session.
+func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
+	b.Run("CreateClaimComplete", func(b *testing.B) {
+		s := newStore(b)
+		runner := newRunner("lnch_bench")
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			now := orchestrator.Now()
+			se := newSession(fmt.Sprintf("ses_%08d", i), now)
+			r := newRun(fmt.Sprintf("run_%08d", i), se.ID, now)
+			r.Demands = orchestrator.Demands{}
+			if err := s.CreateSession(b.Context(), se); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.CreateRun(b.Context(), r); err != nil {
+				b.Fatal(err)
+			}
+			c, err := s.ClaimRun(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if c.ID != r.ID {
+				b.Fatalf("claimed %s, want %s", c.ID, r.ID)
+			}
+			if _, err := s.UpdateRun(b.Context(), r.ID, []orchestrator.RunStatus{orchestrator.RunClaimed}, runner.ID,
+				orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(now)}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.UpdateRun(b.Context(), r.ID, []orchestrator.RunStatus{orchestrator.RunRunning}, runner.ID,
+				orchestrator.RunUpdate{Status: ptr(orchestrator.RunCompleted), EndedAt: ptr(now)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	claimNothing := func(b *testing.B, s orchestrator.Store) {
+		runner := newRunner("lnch_bench")
+		runner.Hostname = "bench-host"
+		b.ReportAllocs()
+		for b.Loop() {
+			_, err := s.ClaimRun(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now()})
+			if !errors.Is(err, orchestrator.ErrNotFound) {
+				b.Fatalf("ClaimRun = %v, want ErrNotFound", err)
+			}
+		}
+	}
+	fill := func(b *testing.B, s orchestrator.Store, n int, mk func(i int) *orchestrator.Run) {
+		for start := 0; start < n; start += 1000 {
+			err := s.InTx(b.Context(), func(ctx context.Context, tx orchestrator.Store) error {
+				for i := start; i < min(start+1000, n); i++ {
+					if err := tx.CreateRun(ctx, mk(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+
+	b.Run("ClaimEmpty", func(b *testing.B) {
+		claimNothing(b, newStore(b))
+	})
+
+	b.Run("ClaimWith10kPinnedElsewhere", func(b *testing.B) {
+		s := newStore(b)
+		fill(b, s, 10000, func(i int) *orchestrator.Run {
+			r := newRun(fmt.Sprintf("run_%06d", i), "ses_bench", at(i))
+			r.AgentType = orchestrator.AgentTypeDeterministic
+			r.Demands = orchestrator.Demands{RunnerID: fmt.Sprintf("lnch_other_%d", i%10)}
+			return r
+		})
+		claimNothing(b, s)
+	})
+
+	b.Run("ClaimWith10kDemandMismatch", func(b *testing.B) {
+		s := newStore(b)
+		fill(b, s, 10000, func(i int) *orchestrator.Run {
+			r := newRun(fmt.Sprintf("run_%06d", i), "ses_bench", at(i))
+			r.Demands = orchestrator.Demands{Hostname: "elsewhere"}
+			return r
+		})
+		claimNothing(b, s)
+	})
+
+	b.Run("AppendEvent", func(b *testing.B) {
+		s := newStore(b)
+		if err := s.CreateSession(b.Context(), newSession("ses_bench", base)); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			e := orchestrator.NewEvent(orchestrator.EventStderr, map[string]string{"line": "fetching https://example.com/page"})
+			if err := s.AppendEvents(b.Context(), "ses_bench", []*orchestrator.Event{&e}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+func testRunners(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+	t.Run("PutGet", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		r := newRunner("lnch_a")
+		must(t, "PutRunner", s.PutRunner(ctx(t), r))
+		got, err := s.GetRunner(ctx(t), r.ID)
+		must(t, "GetRunner", err)
+		equal(t, "GetRunner", got, r)
+
+		// Put replaces every field.
+		r2 := newRunner("lnch_a")
+		r2.Hostname, r2.Tags, r2.Executor, r2.AcceptsAgents, r2.RequireMatchingTags = "other", nil, nil, false, true
+		r2.MaxConcurrent, r2.Status, r2.LastHeartbeatAt = 9, orchestrator.RunnerStale, at(5)
+		must(t, "PutRunner again", s.PutRunner(ctx(t), r2))
+		got, err = s.GetRunner(ctx(t), r.ID)
+		must(t, "GetRunner", err)
+		equal(t, "GetRunner after replace", got, r2)
+
+		// The caller owns what it gets.
+		got.Tags = append(got.Tags, "mutated")
+		again, _ := s.GetRunner(ctx(t), r.ID)
+		equal(t, "GetRunner after mutating a copy", again, r2)
+
+		_, err = s.GetRunner(ctx(t), "lnch_missing")
+		wantErr(t, "GetRunner missing", err, orchestrator.ErrNotFound)
+	})
+
+	t.Run("List", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		for i, st := range []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale, orchestrator.RunnerOffline, orchestrator.RunnerOnline} {
+			r := newRunner("lnch_" + string(rune('d'-i))) // ids descend while registration ascends
+			r.Status, r.RegisteredAt, r.LastHeartbeatAt = st, at(i), at(10*i)
+			must(t, "PutRunner", s.PutRunner(ctx(t), r))
+		}
+		for _, tc := range []struct {
+			name string
+			f    orchestrator.RunnerFilter
+			want []string
+		}{
+			{"all", orchestrator.RunnerFilter{}, []string{"lnch_d", "lnch_c", "lnch_b", "lnch_a"}},
+			{"online", orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}}, []string{"lnch_d", "lnch_a"}},
+			{"online or stale", orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}}, []string{"lnch_d", "lnch_c", "lnch_a"}},
+			{"heartbeat before 20ms", orchestrator.RunnerFilter{HeartbeatBefore: at(20)}, []string{"lnch_d", "lnch_c"}},
+			{"online with old heartbeat", orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}, HeartbeatBefore: at(20)}, []string{"lnch_d"}},
+		} {
+			got, err := s.ListRunners(ctx(t), tc.f)
+			must(t, "ListRunners "+tc.name, err)
+			equal(t, "ListRunners "+tc.name, runnerIDs(got), tc.want)
+		}
+	})
+
+	t.Run("Touch", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		for _, st := range []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale, orchestrator.RunnerOffline} {
+			r := newRunner("lnch_" + string(st))
+			r.Status = st
+			must(t, "PutRunner", s.PutRunner(ctx(t), r))
+		}
+		for _, id := range []string{"lnch_online", "lnch_stale"} {
+			got, err := s.TouchRunner(ctx(t), id, at(100))
+			must(t, "TouchRunner "+id, err)
+			if got.Status != orchestrator.RunnerOnline || !got.LastHeartbeatAt.Equal(at(100)) {
+				t.Fatalf("TouchRunner %s = status %s heartbeat %v, want online at %v", id, got.Status, got.LastHeartbeatAt, at(100))
+			}
+			stored, _ := s.GetRunner(ctx(t), id)
+			equal(t, "stored after TouchRunner "+id, stored, got)
+		}
+		_, err := s.TouchRunner(ctx(t), "lnch_offline", at(100))
+		wantErr(t, "TouchRunner offline", err, orchestrator.ErrNotFound)
+		if r, _ := s.GetRunner(ctx(t), "lnch_offline"); r.Status != orchestrator.RunnerOffline || !r.LastHeartbeatAt.Equal(base) {
+			t.Fatalf("offline runner after TouchRunner = %s at %v, want unchanged", r.Status, r.LastHeartbeatAt)
+		}
+		_, err = s.TouchRunner(ctx(t), "lnch_missing", at(100))
+		wantErr(t, "TouchRunner missing", err, orchestrator.ErrNotFound)
+	})
+
+	t.Run("UpdateStatus", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		r := newRunner("lnch_a")
+		r.LastHeartbeatAt = at(10)
+		must(t, "PutRunner", s.PutRunner(ctx(t), r))
+		online := []orchestrator.RunnerStatus{orchestrator.RunnerOnline}
+
+		// The heartbeat guard: a runner that beat at 10ms is not stale by 10ms.
+		_, err := s.UpdateRunnerStatus(ctx(t), r.ID, online, orchestrator.RunnerStale, at(10))
+		wantErr(t, "UpdateRunnerStatus with a fresh heartbeat", err, orchestrator.ErrConflict)
+		got, err := s.UpdateRunnerStatus(ctx(t), r.ID, online, orchestrator.RunnerStale, at(11))
+		must(t, "UpdateRunnerStatus online→stale", err)
+		if got.Status != orchestrator.RunnerStale {
+			t.Fatalf("status = %s, want stale", got.Status)
+		}
+		_, err = s.UpdateRunnerStatus(ctx(t), r.ID, online, orchestrator.RunnerOffline, at(11))
+		wantErr(t, "UpdateRunnerStatus from the wrong status", err, orchestrator.ErrConflict)
+		got, err = s.UpdateRunnerStatus(ctx(t), r.ID, []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}, orchestrator.RunnerOffline, time.Time{})
+		must(t, "UpdateRunnerStatus stale→offline", err)
+		stored, _ := s.GetRunner(ctx(t), r.ID)
+		equal(t, "stored after UpdateRunnerStatus", stored, got)
+		if stored.Status != orchestrator.RunnerOffline {
+			t.Fatalf("status = %s, want offline", stored.Status)
+		}
+		_, err = s.UpdateRunnerStatus(ctx(t), "lnch_missing", online, orchestrator.RunnerStale, time.Time{})
+		wantErr(t, "UpdateRunnerStatus missing", err, orchestrator.ErrNotFound)
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		must(t, "PutRunner", s.PutRunner(ctx(t), newRunner("lnch_a")))
+		must(t, "PutRunner", s.PutRunner(ctx(t), newRunner("lnch_b")))
+		must(t, "DeleteRunner", s.DeleteRunner(ctx(t), "lnch_a"))
+		_, err := s.GetRunner(ctx(t), "lnch_a")
+		wantErr(t, "GetRunner deleted", err, orchestrator.ErrNotFound)
+		wantErr(t, "DeleteRunner again", s.DeleteRunner(ctx(t), "lnch_a"), orchestrator.ErrNotFound)
+		if _, err := s.GetRunner(ctx(t), "lnch_b"); err != nil {
+			t.Fatalf("GetRunner of the other runner: %v", err)
+		}
+	})
+}
