@@ -1,0 +1,206 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// CoordinatorConfig configures a [LocalCoordinator]. Zero values take the documented defaults.
+type CoordinatorConfig struct {
+	// Store holds all state. Required.
+	Store Store
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+
+	// HeartbeatInterval is how often runners are told to heartbeat. Default 30s.
+	HeartbeatInterval time.Duration
+	// StaleAfter without a heartbeat makes a runner stale: it claims nothing new. Default 90s.
+	StaleAfter time.Duration
+	// OfflineAfter without a heartbeat makes a runner offline: its blueprints are removed and the runs it
+	// holds fail with "Runner disconnected during execution". Default 180s.
+	OfflineAfter time.Duration
+	// PollTimeout caps how long a runner's poll is held. Default 30s.
+	PollTimeout time.Duration
+	// NoMatchTimeout fails a pending run that no live runner can take after this long. Default 300s.
+	NoMatchTimeout time.Duration
+	// SyncWait bounds how long a sync StartRun waits for the session to end before answering with the
+	// session's current status. Default 5m.
+	SyncWait time.Duration
+	// StopResend is how long a stop handed to a runner may go unanswered before it is handed again.
+	// Default 10s.
+	StopResend time.Duration
+	// RedeliverAfter is how long a run may stay claimed without its runner reporting it started before it is
+	// handed to that runner again (the poll response that carried it may have been lost). Default 15s.
+	RedeliverAfter time.Duration
+	// SweepInterval is how often liveness, no-match and callback sweeps run. Default 500ms, so a dead runner
+	// is declared offline within about half a second of the threshold.
+	SweepInterval time.Duration
+
+	// Limits bound inputs; zero fields take the defaults of [DefaultLimits].
+	Limits Limits
+}
+
+// Limits bound what callers and executors may send. Exceeding one is an [ErrTooLarge] or [ErrInvalid] error.
+type Limits struct {
+	// MaxParametersBytes bounds a run's parameters (and metadata) as JSON. Default 1 MiB.
+	MaxParametersBytes int
+	// MaxSchemaBytes bounds a parameters or output schema. Default 256 KiB.
+	MaxSchemaBytes int
+	// MaxEventBytes bounds one event's payload. Default 256 KiB.
+	MaxEventBytes int
+	// MaxEventsPerAppend bounds how many events one AppendEvents call may carry. Default 1000.
+	MaxEventsPerAppend int
+	// MaxEventsPage bounds a page of events. Default 1000.
+	MaxEventsPage int
+	// MaxBlueprints bounds how many blueprints one runner may announce. Default 1000.
+	MaxBlueprints int
+	// MaxResultBytes bounds a result's text plus data. Default 8 MiB.
+	MaxResultBytes int
+}
+
+// DefaultLimits are the limits used for zero fields of [Limits].
+var DefaultLimits = Limits{
+	MaxParametersBytes: 1 << 20,
+	MaxSchemaBytes:     256 << 10,
+	MaxEventBytes:      256 << 10,
+	MaxEventsPerAppend: 1000,
+	MaxEventsPage:      1000,
+	MaxBlueprints:      1000,
+	MaxResultBytes:     8 << 20,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&l.MaxParametersBytes, d.MaxParametersBytes)
+	set(&l.MaxSchemaBytes, d.MaxSchemaBytes)
+	set(&l.MaxEventBytes, d.MaxEventBytes)
+	set(&l.MaxEventsPerAppend, d.MaxEventsPerAppend)
+	set(&l.MaxEventsPage, d.MaxEventsPage)
+	set(&l.MaxBlueprints, d.MaxBlueprints)
+	set(&l.MaxResultBytes, d.MaxResultBytes)
+	return l
+}
+
+// LocalCoordinator is the in-process [Coordinator]: it validates requests, keeps every state change in the
+// [Store] and wakes parked runners and waiters the moment something they wait for happens. Several
+// LocalCoordinators may share one PostgreSQL store; every state change is a guarded store update, so
+// concurrent replicas cannot both win a transition.
+//
+// Call [LocalCoordinator.Start] to run the background sweeps (runner liveness, no-match timeouts,
+// callback delivery) and [LocalCoordinator.Stop] to end them.
+type LocalCoordinator struct {
+	cfg     CoordinatorConfig
+	store   Store
+	log     *slog.Logger
+	limits  Limits
+	schemas *SchemaCache
+	notify  *notifier
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+var _ Coordinator = (*LocalCoordinator)(nil)
+
+// NewCoordinator returns a coordinator over cfg.Store.
+func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("orchestrator: CoordinatorConfig.Store is required")
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&cfg.HeartbeatInterval, 30*time.Second)
+	def(&cfg.StaleAfter, 90*time.Second)
+	def(&cfg.OfflineAfter, 180*time.Second)
+	def(&cfg.PollTimeout, 30*time.Second)
+	def(&cfg.NoMatchTimeout, 300*time.Second)
+	def(&cfg.SyncWait, 5*time.Minute)
+	def(&cfg.StopResend, 10*time.Second)
+	def(&cfg.SweepInterval, 500*time.Millisecond)
+	def(&cfg.RedeliverAfter, 15*time.Second)
+	if cfg.StaleAfter > cfg.OfflineAfter {
+		return nil, fmt.Errorf("orchestrator: StaleAfter (%s) must not exceed OfflineAfter (%s)", cfg.StaleAfter, cfg.OfflineAfter)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &LocalCoordinator{
+		cfg:     cfg,
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		limits:  cfg.Limits.withDefaults(),
+		schemas: NewSchemaCache(1024),
+		notify:  newNotifier(),
+	}, nil
+}
+
+// Config returns the effective configuration, defaults applied.
+func (c *LocalCoordinator) Config() CoordinatorConfig { return c.cfg }
+
+// Store returns the coordinator's store.
+func (c *LocalCoordinator) Store() Store { return c.store }
+
+// Start runs the background sweeps until ctx ends or Stop is called. Calling Start twice is an error.
+func (c *LocalCoordinator) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		return errors.New("orchestrator: coordinator already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c.cancel = cancel
+	c.stopped = make(chan struct{})
+	go func() {
+		defer close(c.stopped)
+		c.sweepLoop(ctx)
+	}()
+	return nil
+}
+
+// Stop ends the background sweeps and waits for them to return. Parked polls and waits are not affected:
+// they end with their own contexts.
+func (c *LocalCoordinator) Stop() {
+	c.mu.Lock()
+	cancel, stopped := c.cancel, c.stopped
+	c.cancel = nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-stopped
+	}
+}
+
+// notFound builds an ErrNotFound error with a code such as "session_not_found".
+func notFound(what, id string) *Error {
+	return Errorf(ErrNotFound, what+"_not_found", "%s %q not found", what, id)
+}
+
+// lookup carries a store read's result so a bare ErrNotFound can be given a coded error:
+// lookup(store.GetSession(ctx, id)).as("session", id).
+func lookup[T any](v T, err error) found[T] { return found[T]{v, err} }
+
+type found[T any] struct {
+	v   T
+	err error
+}
+
+func (f found[T]) as(what, id string) (T, error) {
+	if errors.Is(f.err, ErrNotFound) {
+		var zero T
+		return zero, notFound(what, id)
+	}
+	return f.v, f.err
+}

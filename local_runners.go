@@ -1,0 +1,463 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// RegisterRunner registers a runner and binds the blueprints it announces to it. The runner id is stable
+// for the same hostname, project directory and executor profile ([RunnerRegistration.RunnerID]).
+//
+// Name collisions are resolved as seed 000 §3 says: the first owner keeps "web-crawler", a later runner's
+// copy is registered as "web-crawler@<runner_id>" and the response tells it so.
+//
+// Registering an id that is already registered replaces the previous incarnation: runs it still held fail
+// ("Runner restarted during execution"), since the new process cannot know them.
+func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegistration) (*Registration, error) {
+	if err := c.checkRegistration(reg); err != nil {
+		return nil, err
+	}
+	id := reg.RunnerID()
+	now := Now()
+	accepts := len(reg.Blueprints) == 0
+	if reg.AcceptsAgents != nil {
+		accepts = *reg.AcceptsAgents
+	}
+	maxConc := reg.MaxConcurrent
+	if maxConc <= 0 {
+		maxConc = 1
+	}
+	info := &RunnerInfo{
+		ID:                  id,
+		Hostname:            reg.Hostname,
+		ProjectDir:          reg.ProjectDir,
+		ExecutorType:        reg.ExecutorType,
+		ExecutorProfile:     reg.ExecutorProfile,
+		Executor:            reg.Executor,
+		Tags:                slices.Sorted(slices.Values(reg.Tags)),
+		RequireMatchingTags: reg.RequireMatchingTags,
+		MaxConcurrent:       maxConc,
+		AcceptsAgents:       accepts,
+		Status:              RunnerOnline,
+		RegisteredAt:        now,
+		LastHeartbeatAt:     now,
+	}
+	var (
+		names []RegisteredBlueprint
+		fx    *effects
+	)
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		names, fx = nil, &effects{}
+		held, err := tx.ListRuns(ctx, RunFilter{RunnerID: id, Statuses: []RunStatus{RunClaimed, RunRunning}})
+		if err != nil {
+			return err
+		}
+		for _, r := range held {
+			if err := c.finishRun(ctx, tx, fx, r, "", RunFailed, nil, "Runner restarted during execution"); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.DeleteRunnerAgents(ctx, id); err != nil {
+			return err
+		}
+		for _, b := range reg.Blueprints {
+			name := b.Name
+			if _, err := tx.GetAgent(ctx, name); err == nil {
+				name = b.Name + "@" + id
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			a := &Agent{Name: name, Blueprint: b, RunnerID: id, CreatedAt: now, UpdatedAt: now}
+			if err := tx.CreateAgent(ctx, a); err != nil {
+				return fmt.Errorf("register blueprint %q as %q: %w", b.Name, name, err)
+			}
+			names = append(names, RegisteredBlueprint{Name: b.Name, RegisteredName: name})
+		}
+		return tx.PutRunner(ctx, info)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.apply(fx)
+	c.log.Info("runner registered", "runner_id", id, "hostname", reg.Hostname, "project_dir", reg.ProjectDir,
+		"blueprints", len(names), "failed_runs", len(fx.ended))
+	// Runs may have been waiting for exactly this runner.
+	c.notify.notify(anyRunnerKey)
+	return &Registration{
+		RunnerID:                 id,
+		Blueprints:               names,
+		HeartbeatIntervalSeconds: c.cfg.HeartbeatInterval.Seconds(),
+		PollTimeoutSeconds:       c.cfg.PollTimeout.Seconds(),
+	}, nil
+}
+
+func (c *LocalCoordinator) checkRegistration(reg *RunnerRegistration) error {
+	bad := func(format string, args ...any) error {
+		return Errorf(ErrInvalid, "invalid_registration", format, args...)
+	}
+	if reg == nil {
+		return bad("registration is required")
+	}
+	if strings.TrimSpace(reg.Hostname) == "" || len(reg.Hostname) > 255 || strings.ContainsRune(reg.Hostname, 0) {
+		return bad("hostname is required (at most 255 characters)")
+	}
+	if len(reg.ProjectDir) > 4096 || strings.ContainsRune(reg.ProjectDir, 0) {
+		return bad("project_dir is not valid")
+	}
+	if len(reg.ExecutorType) > 128 || len(reg.ExecutorProfile) > 128 {
+		return bad("executor_type and executor_profile must be at most 128 characters")
+	}
+	if reg.MaxConcurrent < 0 || reg.MaxConcurrent > 10000 {
+		return bad("max_concurrent must be between 0 and 10000")
+	}
+	if len(reg.Executor) > 64<<10 {
+		return bad("executor description exceeds 64 KiB")
+	}
+	for _, t := range reg.Tags {
+		if err := validateTag(t); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if len(reg.Blueprints) > c.limits.MaxBlueprints {
+		return Errorf(ErrTooLarge, "too_many_blueprints", "a runner may announce at most %d blueprints", c.limits.MaxBlueprints)
+	}
+	seen := map[string]bool{}
+	for i, b := range reg.Blueprints {
+		if b == nil {
+			return bad("blueprints[%d] is null", i)
+		}
+		if b.Type == "" {
+			b.Type = AgentTypeDeterministic
+		}
+		if b.Type != AgentTypeDeterministic {
+			return bad("blueprints[%d] %q: runners announce deterministic agents only; AI agents belong in the coordinator's registry", i, b.Name)
+		}
+		if strings.Contains(b.Name, "@") {
+			return bad("blueprints[%d]: name %q must not contain '@'", i, b.Name)
+		}
+		if err := c.checkSchemaSizes(b); err != nil {
+			return err
+		}
+		if err := b.Validate(); err != nil {
+			return err
+		}
+		if seen[b.Name] {
+			return bad("blueprint %q is announced twice", b.Name)
+		}
+		seen[b.Name] = true
+	}
+	return nil
+}
+
+// Heartbeat records that the runner is alive. An unknown or offline runner must register again.
+func (c *LocalCoordinator) Heartbeat(ctx context.Context, runnerID string) error {
+	r, err := lookup(c.store.TouchRunner(ctx, runnerID, Now())).as("runner", runnerID)
+	if err != nil {
+		return err
+	}
+	_ = r
+	return nil
+}
+
+// ListRunners lists every known runner, offline ones included.
+func (c *LocalCoordinator) ListRunners(ctx context.Context) ([]*RunnerInfo, error) {
+	return c.store.ListRunners(ctx, RunnerFilter{})
+}
+
+// PollWork hands the runner stop requests for runs it holds and up to p.Max runs it can execute. With
+// nothing to hand out it parks until a matching run or a stop arrives — it is woken at once, there is no
+// interval polling — or until p.Wait (capped at PollTimeout) elapses. A stale runner gets stops but no
+// new runs.
+func (c *LocalCoordinator) PollWork(ctx context.Context, p PollParams) (*Work, error) {
+	if p.Max < 0 {
+		return nil, Errorf(ErrInvalid, "invalid_request", "max must not be negative")
+	}
+	wait := min(max(p.Wait, 0), c.cfg.PollTimeout)
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		// Take the wake-up channels before looking, so nothing that happens after the look is missed.
+		mine, releaseMine := c.notify.wait(runnerKey(p.RunnerID))
+		anyone, releaseAny := c.notify.wait(anyRunnerKey)
+		work, err := c.pollOnce(ctx, p)
+		if err != nil || !work.Empty() || timer == nil {
+			releaseMine()
+			releaseAny()
+			return work, err
+		}
+		select {
+		case <-mine:
+		case <-anyone:
+		case <-timer:
+			releaseMine()
+			releaseAny()
+			return &Work{}, nil
+		case <-ctx.Done():
+			releaseMine()
+			releaseAny()
+			return nil, ctx.Err()
+		}
+		releaseMine()
+		releaseAny()
+	}
+}
+
+func (c *LocalCoordinator) pollOnce(ctx context.Context, p PollParams) (*Work, error) {
+	runner, err := lookup(c.store.GetRunner(ctx, p.RunnerID)).as("runner", p.RunnerID)
+	if err != nil {
+		return nil, err
+	}
+	if runner.Status == RunnerOffline {
+		return nil, Errorf(ErrNotFound, "runner_not_found", "runner %q is offline; register again", p.RunnerID)
+	}
+	now := Now()
+	work := &Work{}
+	stops, err := c.store.TakeStopRequests(ctx, p.RunnerID, now, now.Add(-c.cfg.StopResend))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range stops {
+		work.Stop = append(work.Stop, r.SessionID)
+	}
+	if runner.Status != RunnerOnline {
+		return work, nil
+	}
+	for len(work.Runs) < p.Max {
+		run, err := c.store.ClaimRun(ctx, ClaimParams{Runner: runner, Now: now})
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		asg, err := c.assignment(ctx, run)
+		if err != nil {
+			// The run cannot be executed (its agent was deleted meanwhile): fail it, look for another.
+			c.log.Warn("claimed run cannot be assigned", "run_id", run.ID, "err", err)
+			if ferr := c.failRun(ctx, run, err.Error()); ferr != nil {
+				return nil, ferr
+			}
+			continue
+		}
+		work.Runs = append(work.Runs, asg)
+	}
+	if len(work.Runs) == 0 && p.Max > 0 {
+		// A run stays claimed until its runner reports it started. One claimed long ago was most likely
+		// lost with a poll response that never arrived: hand it to the same runner again (a runner ignores
+		// a run it already executes).
+		held, err := c.store.ListRuns(ctx, RunFilter{RunnerID: p.RunnerID, Statuses: []RunStatus{RunClaimed}, Limit: p.Max})
+		if err != nil {
+			return nil, err
+		}
+		for _, run := range held {
+			if run.ClaimedAt == nil || run.ClaimedAt.After(now.Add(-c.cfg.RedeliverAfter)) {
+				continue
+			}
+			asg, err := c.assignment(ctx, run)
+			if err != nil {
+				if ferr := c.failRun(ctx, run, err.Error()); ferr != nil {
+					return nil, ferr
+				}
+				continue
+			}
+			c.log.Warn("redelivering a claimed run its runner never started", "run_id", run.ID, "runner_id", p.RunnerID)
+			work.Runs = append(work.Runs, asg)
+		}
+	}
+	return work, nil
+}
+
+// assignment gathers what the runner needs to execute a claimed run.
+func (c *LocalCoordinator) assignment(ctx context.Context, run *Run) (*Assignment, error) {
+	asg := &Assignment{Run: run}
+	asg.BlueprintName, _, _ = strings.Cut(run.AgentName, "@")
+	if run.AgentType == AgentTypeAgent {
+		a, err := c.store.GetAgent(ctx, run.AgentName)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return nil, fmt.Errorf("agent %q was deleted before the run started", run.AgentName)
+			}
+			return nil, err
+		}
+		asg.Blueprint = a.Blueprint
+	}
+	if run.Type == RunTypeResume {
+		s, err := c.store.GetSession(ctx, run.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		asg.ExecutorSessionID = s.ExecutorSessionID
+	}
+	return asg, nil
+}
+
+// failRun ends a run that never reached a runner, or whose runner is gone, as failed.
+func (c *LocalCoordinator) failRun(ctx context.Context, run *Run, msg string) error {
+	fx := &effects{}
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		*fx = effects{}
+		return c.finishRun(ctx, tx, fx, run, "", RunFailed, nil, msg)
+	})
+	if errors.Is(err, ErrConflict) {
+		return nil // it ended some other way meanwhile
+	}
+	if err == nil {
+		c.apply(fx)
+	}
+	return err
+}
+
+// ReportRun records a runner's report on a run it holds. Reports are fenced — a runner that does not hold
+// the run gets ErrConflict ("run_not_held") — and idempotent: repeating a report that was already applied
+// succeeds without changing anything, so a retried HTTP call is harmless.
+func (c *LocalCoordinator) ReportRun(ctx context.Context, rep RunReport) error {
+	if rep.RunnerID == "" || rep.RunID == "" {
+		return Errorf(ErrInvalid, "invalid_request", "runner_id and run_id are required")
+	}
+	if rep.Result != nil && len(rep.Result.ResultText)+len(rep.Result.ResultData) > c.limits.MaxResultBytes {
+		return Errorf(ErrTooLarge, "result_too_large", "result exceeds %d bytes", c.limits.MaxResultBytes)
+	}
+	if len(rep.Error) > 64<<10 {
+		rep.Error = rep.Error[:64<<10]
+	}
+	switch rep.Status {
+	case RunRunning:
+		return c.reportStarted(ctx, rep)
+	case RunCompleted, RunFailed, RunStopped:
+		return c.reportEnded(ctx, rep)
+	}
+	return Errorf(ErrInvalid, "invalid_request", "status must be running, completed, failed or stopped, not %q", rep.Status)
+}
+
+func (c *LocalCoordinator) reportStarted(ctx context.Context, rep RunReport) error {
+	var sessionID string
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		now := Now()
+		run, err := tx.UpdateRun(ctx, rep.RunID, []RunStatus{RunClaimed}, rep.RunnerID,
+			RunUpdate{Status: Ptr(RunRunning), StartedAt: &now})
+		if err != nil {
+			return err
+		}
+		sessionID = run.SessionID
+		if _, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending}, SessionUpdate{
+			Status: Ptr(SessionRunning), RunnerID: &rep.RunnerID, UpdatedAt: now,
+		}); err != nil {
+			return err
+		}
+		return tx.AppendEvents(ctx, run.SessionID, []*Event{eventOf(EventRunStarted, now, map[string]any{
+			"run_id": run.ID, "runner_id": rep.RunnerID,
+		})})
+	})
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+		return c.explainReport(ctx, rep, err)
+	}
+	if err == nil {
+		c.notify.notify(eventsKey(sessionID))
+		c.notify.notify(sessionKey(sessionID))
+	}
+	return err
+}
+
+func (c *LocalCoordinator) reportEnded(ctx context.Context, rep RunReport) error {
+	fx := &effects{}
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		*fx = effects{}
+		run, err := tx.GetRun(ctx, rep.RunID)
+		if err != nil {
+			return err
+		}
+		return c.finishRun(ctx, tx, fx, run, rep.RunnerID, rep.Status, rep.Result, rep.Error)
+	})
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+		return c.explainReport(ctx, rep, err)
+	}
+	if err == nil {
+		c.apply(fx)
+	}
+	return err
+}
+
+// explainReport turns a report that lost its guard into nil (it was already applied) or a clear error.
+func (c *LocalCoordinator) explainReport(ctx context.Context, rep RunReport, cause error) error {
+	run, err := c.store.GetRun(ctx, rep.RunID)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("run", rep.RunID)
+	}
+	if err != nil {
+		return err
+	}
+	if run.RunnerID != rep.RunnerID {
+		return Errorf(ErrConflict, "run_not_held", "run %s is not held by runner %s", rep.RunID, rep.RunnerID)
+	}
+	switch {
+	case run.Status == rep.Status:
+		return nil // a repeated report
+	case run.Status.Terminal():
+		return Errorf(ErrConflict, "run_ended", "run %s already ended as %s", rep.RunID, run.Status)
+	}
+	return Errorf(ErrConflict, "run_conflict", "run %s is %s: %v", rep.RunID, run.Status, cause)
+}
+
+// DeregisterRunner removes the runner's blueprints at once and marks it offline. Runs it still holds fail
+// ("Runner deregistered during execution") and pending runs pinned to it fail; a runner shutting down
+// gracefully reports its runs before it deregisters, so normally there are none.
+func (c *LocalCoordinator) DeregisterRunner(ctx context.Context, runnerID string) error {
+	if _, err := lookup(c.store.GetRunner(ctx, runnerID)).as("runner", runnerID); err != nil {
+		return err
+	}
+	return c.retireRunner(ctx, runnerID, nil, "Runner deregistered during execution", time.Time{})
+}
+
+// retireRunner makes a runner offline (when its status is one of from, or any status when from is nil,
+// and — for the liveness sweep — its last heartbeat is older than heartbeatBefore), removes its blueprints
+// and fails its runs with msg. Only one caller can win the guarded status change, so with several
+// coordinator replicas the runner's runs are failed exactly once.
+func (c *LocalCoordinator) retireRunner(ctx context.Context, runnerID string, from []RunnerStatus, msg string, heartbeatBefore time.Time) error {
+	if from == nil {
+		from = []RunnerStatus{RunnerOnline, RunnerStale, RunnerOffline}
+	}
+	fx := &effects{}
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		*fx = effects{}
+		if _, err := tx.UpdateRunnerStatus(ctx, runnerID, from, RunnerOffline, heartbeatBefore); err != nil {
+			return err
+		}
+		if _, err := tx.DeleteRunnerAgents(ctx, runnerID); err != nil {
+			return err
+		}
+		held, err := tx.ListRuns(ctx, RunFilter{RunnerID: runnerID, Statuses: []RunStatus{RunClaimed, RunRunning}})
+		if err != nil {
+			return err
+		}
+		pinned, err := tx.ListRuns(ctx, RunFilter{DemandRunnerID: runnerID, Statuses: []RunStatus{RunPending}})
+		if err != nil {
+			return err
+		}
+		for _, r := range held {
+			if err := c.finishRun(ctx, tx, fx, r, "", RunFailed, nil, msg); err != nil {
+				return err
+			}
+		}
+		for _, r := range pinned {
+			if err := c.finishRun(ctx, tx, fx, r, "", RunFailed, nil,
+				fmt.Sprintf("runner %s, which owns agent %q, went offline before the run started", runnerID, r.AgentName)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.apply(fx)
+	c.log.Info("runner offline", "runner_id", runnerID, "reason", msg, "failed_runs", len(fx.ended))
+	return nil
+}

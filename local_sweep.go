@@ -1,0 +1,131 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// sweepLoop runs the periodic work until ctx ends. Every action it takes is a guarded store update, so
+// several coordinator replicas may sweep the same store: for each runner or run exactly one of them wins
+// the transition and does the follow-up work in the same transaction; the others see ErrConflict and move
+// on.
+func (c *LocalCoordinator) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.SweepInterval)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		c.Sweep(ctx, n%10 == 0)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep runs the periodic checks once: runner liveness (online → stale → offline), pending runs that no
+// live runner can take, and — when full is set — callbacks that are due but were not delivered. Errors are
+// logged; the next sweep tries again. Start calls it periodically; tests may call it directly.
+func (c *LocalCoordinator) Sweep(ctx context.Context, full bool) {
+	if err := c.sweepRunners(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("liveness sweep", "err", err)
+	}
+	if err := c.sweepUnmatched(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("no-match sweep", "err", err)
+	}
+	if full {
+		if err := c.sweepCallbacks(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("callback sweep", "err", err)
+		}
+	}
+}
+
+func (c *LocalCoordinator) sweepRunners(ctx context.Context) error {
+	now := Now()
+	staleBefore := now.Add(-c.cfg.StaleAfter)
+	offlineBefore := now.Add(-c.cfg.OfflineAfter)
+	dead, err := c.store.ListRunners(ctx, RunnerFilter{Statuses: []RunnerStatus{RunnerOnline, RunnerStale}, HeartbeatBefore: offlineBefore})
+	if err != nil {
+		return err
+	}
+	for _, r := range dead {
+		err := c.retireRunner(ctx, r.ID, []RunnerStatus{RunnerOnline, RunnerStale}, "Runner disconnected during execution", offlineBefore)
+		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	quiet, err := c.store.ListRunners(ctx, RunnerFilter{Statuses: []RunnerStatus{RunnerOnline}, HeartbeatBefore: staleBefore})
+	if err != nil {
+		return err
+	}
+	for _, r := range quiet {
+		_, err := c.store.UpdateRunnerStatus(ctx, r.ID, []RunnerStatus{RunnerOnline}, RunnerStale, staleBefore)
+		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			c.log.Warn("runner stale", "runner_id", r.ID, "last_heartbeat_at", r.LastHeartbeatAt)
+		}
+	}
+	return nil
+}
+
+// sweepUnmatched fails runs that have been pending longer than NoMatchTimeout while no live runner matches
+// their demands. A run that some live runner could take keeps waiting: that runner is only busy.
+func (c *LocalCoordinator) sweepUnmatched(ctx context.Context) error {
+	old, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, CreatedBefore: Now().Add(-c.cfg.NoMatchTimeout), Limit: 1000})
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	live, err := c.store.ListRunners(ctx, RunnerFilter{Statuses: []RunnerStatus{RunnerOnline, RunnerStale}})
+	if err != nil {
+		return err
+	}
+	for _, run := range old {
+		matched := false
+		for _, r := range live {
+			if run.Demands.Matches(run.AgentType, r) {
+				matched = true
+				break
+			}
+		}
+		if matched {
+			continue
+		}
+		msg := fmt.Sprintf("no runner can take this run: none matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
+		if run.AgentType == AgentTypeAgent && run.Demands.RunnerID == "" {
+			msg = fmt.Sprintf("no runner can take this run: no runner that executes AI agents matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
+		}
+		if err := c.failRun(ctx, run, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepCallbacks delivers pending callbacks whose parent is idle. Delivery normally happens in the
+// transaction that ends the child or the parent's run; this catches anything those could not deliver.
+func (c *LocalCoordinator) sweepCallbacks(ctx context.Context) error {
+	pending, err := c.store.ListCallbacks(ctx, CallbackFilter{Pending: true})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, cb := range pending {
+		if seen[cb.ParentSessionID] {
+			continue
+		}
+		seen[cb.ParentSessionID] = true
+		fx := &effects{}
+		err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+			*fx = effects{}
+			return c.deliverCallbacks(ctx, tx, fx, cb.ParentSessionID)
+		})
+		if err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+		c.apply(fx)
+	}
+	return nil
+}

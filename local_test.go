@@ -1,0 +1,606 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+// newCoordinator returns a coordinator over a fresh SQLite file store.
+func newCoordinator(t *testing.T, cfg orchestrator.CoordinatorConfig) *orchestrator.LocalCoordinator {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg.Store = st
+	c, err := orchestrator.NewCoordinator(cfg)
+	if err != nil {
+		t.Fatalf("NewCoordinator: %v", err)
+	}
+	return c
+}
+
+var crawlerSchema = json.RawMessage(`{"type":"object","required":["url"],"properties":{"url":{"type":"string","format":"uri"},"depth":{"type":"integer","default":2}}}`)
+
+func crawler() *orchestrator.Blueprint {
+	return &orchestrator.Blueprint{
+		Name:             "web-crawler",
+		Type:             orchestrator.AgentTypeDeterministic,
+		Description:      "Crawls websites to specified depth",
+		Command:          "python -m crawler.main",
+		ParametersSchema: crawlerSchema,
+	}
+}
+
+func register(t *testing.T, c orchestrator.Coordinator, host string, bps ...*orchestrator.Blueprint) *orchestrator.Registration {
+	t.Helper()
+	reg, err := c.RegisterRunner(context.Background(), &orchestrator.RunnerRegistration{
+		Hostname: host, ProjectDir: "/work", ExecutorType: "deterministic", Blueprints: bps,
+	})
+	if err != nil {
+		t.Fatalf("RegisterRunner(%s): %v", host, err)
+	}
+	return reg
+}
+
+func registerAI(t *testing.T, c orchestrator.Coordinator, host string) *orchestrator.Registration {
+	t.Helper()
+	reg, err := c.RegisterRunner(context.Background(), &orchestrator.RunnerRegistration{
+		Hostname: host, ProjectDir: "/work", ExecutorType: "claude-code",
+	})
+	if err != nil {
+		t.Fatalf("RegisterRunner(%s): %v", host, err)
+	}
+	return reg
+}
+
+func poll(t *testing.T, c orchestrator.Coordinator, runnerID string, max int) *orchestrator.Work {
+	t.Helper()
+	w, err := c.PollWork(context.Background(), orchestrator.PollParams{RunnerID: runnerID, Max: max})
+	if err != nil {
+		t.Fatalf("PollWork(%s): %v", runnerID, err)
+	}
+	return w
+}
+
+func start(t *testing.T, c orchestrator.Coordinator, p orchestrator.StartRunParams) *orchestrator.StartRunResult {
+	t.Helper()
+	res, err := c.StartRun(context.Background(), p)
+	if err != nil {
+		t.Fatalf("StartRun(%s): %v", p.AgentName, err)
+	}
+	return res
+}
+
+func report(t *testing.T, c orchestrator.Coordinator, rep orchestrator.RunReport) {
+	t.Helper()
+	if err := c.ReportRun(context.Background(), rep); err != nil {
+		t.Fatalf("ReportRun(%s %s): %v", rep.RunID, rep.Status, err)
+	}
+}
+
+func TestRegisterCollisionAndListing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	a := register(t, c, "host-a", crawler())
+	b := register(t, c, "host-b", crawler())
+	if got := a.Blueprints[0].RegisteredName; got != "web-crawler" {
+		t.Errorf("first runner's name = %q, want web-crawler", got)
+	}
+	if got, want := b.Blueprints[0].RegisteredName, "web-crawler@"+b.RunnerID; got != want {
+		t.Errorf("second runner's name = %q, want %q", got, want)
+	}
+	if a.RunnerID == b.RunnerID || !strings.HasPrefix(a.RunnerID, "lnch_") {
+		t.Errorf("runner ids %q, %q: want distinct lnch_ ids", a.RunnerID, b.RunnerID)
+	}
+	// The id is stable: registering again gives the same one and the same name.
+	again := register(t, c, "host-a", crawler())
+	if again.RunnerID != a.RunnerID || again.Blueprints[0].RegisteredName != "web-crawler" {
+		t.Errorf("re-registration = %+v, want id %s and name web-crawler", again, a.RunnerID)
+	}
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher", Description: "Research assistant"}); err != nil {
+		t.Fatalf("CreateAgent: %v", err)
+	}
+	agents, err := c.ListAgents(ctx, orchestrator.ListAgentsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(agents) != 3 {
+		t.Fatalf("ListAgents returned %d agents, want 3", len(agents))
+	}
+	for _, ag := range agents {
+		switch ag.Type {
+		case orchestrator.AgentTypeDeterministic:
+			if len(ag.ParametersSchema) == 0 {
+				t.Errorf("deterministic agent %s has no inline parameters_schema", ag.Name)
+			}
+		case orchestrator.AgentTypeAgent:
+			if len(ag.ParametersSchema) != 0 {
+				t.Errorf("AI agent %s lists the implicit schema inline: %s", ag.Name, ag.ParametersSchema)
+			}
+		}
+	}
+	info, err := c.GetAgent(ctx, "researcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(info.ParametersSchema) != string(orchestrator.ImplicitPromptSchema) {
+		t.Errorf("researcher schema = %s, want the implicit prompt schema", info.ParametersSchema)
+	}
+	if _, err := c.GetAgent(ctx, "nope"); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Errorf("GetAgent(nope) error = %v, want ErrNotFound", err)
+	}
+}
+
+func TestStartRunValidation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	register(t, c, "host-a", crawler())
+
+	_, err := c.StartRun(ctx, orchestrator.StartRunParams{
+		AgentName:  "web-crawler",
+		Parameters: json.RawMessage(`{"url":"not-a-url","depth":"deep"}`),
+	})
+	var ve *orchestrator.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("StartRun with bad parameters: error %v, want *ValidationError", err)
+	}
+	if !errors.Is(err, orchestrator.ErrInvalidParameters) || !errors.Is(err, orchestrator.ErrInvalid) {
+		t.Errorf("validation error does not match ErrInvalidParameters and ErrInvalid")
+	}
+	want := []orchestrator.FieldError{
+		{Path: "$.depth", Message: "'deep' is not of type 'integer'", SchemaPath: "properties.depth.type"},
+		{Path: "$.url", Message: "'not-a-url' is not a valid URI", SchemaPath: "properties.url.format"},
+	}
+	if len(ve.Errors) != len(want) {
+		t.Fatalf("validation errors = %+v, want %+v", ve.Errors, want)
+	}
+	for i := range want {
+		if ve.Errors[i] != want[i] {
+			t.Errorf("error %d = %+v, want %+v", i, ve.Errors[i], want[i])
+		}
+	}
+	if string(ve.Schema) != string(crawlerSchema) || ve.AgentName != "web-crawler" {
+		t.Errorf("error carries schema %s agent %q, want the agent's schema and name", ve.Schema, ve.AgentName)
+	}
+	sessions, err := c.ListSessions(ctx, orchestrator.SessionFilter{})
+	if err != nil || len(sessions.Sessions) != 0 {
+		t.Errorf("a rejected run created sessions: %v %v", sessions, err)
+	}
+
+	// Defaults are applied and stored with the run.
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://example.com"}`)})
+	run, err := c.GetRun(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params map[string]any
+	if err := json.Unmarshal(run.Parameters, &params); err != nil || params["depth"] != float64(2) {
+		t.Errorf("stored parameters = %s, want depth defaulted to 2", run.Parameters)
+	}
+
+	// Resuming a deterministic session is refused with the seed's message.
+	_, err = c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Type: orchestrator.RunTypeResume,
+		SessionID: res.SessionID, Prompt: "again"})
+	if err == nil || !errors.Is(err, orchestrator.ErrInvalid) || err.Error() != "Deterministic agents do not support resumption" {
+		t.Errorf("resume deterministic: error %v, want ErrInvalid \"Deterministic agents do not support resumption\"", err)
+	}
+	// "mode": "resume" as in seed 002's curl example means the same.
+	_, err = c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: "resume", SessionID: res.SessionID})
+	if err == nil || err.Error() != "Deterministic agents do not support resumption" {
+		t.Errorf("mode resume: error %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		p    orchestrator.StartRunParams
+		code string
+	}{
+		{"unknown agent", orchestrator.StartRunParams{AgentName: "nope"}, "agent_not_found"},
+		{"no agent", orchestrator.StartRunParams{}, "invalid_request"},
+		{"bad mode", orchestrator.StartRunParams{AgentName: "web-crawler", Mode: "later"}, "invalid_request"},
+		{"prompt and parameters", orchestrator.StartRunParams{AgentName: "web-crawler", Prompt: "x", Parameters: json.RawMessage(`{"url":"https://x"}`)}, "invalid_request"},
+		{"parameters not an object", orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`[1]`)}, "invalid_request"},
+		{"callback without parent", orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeAsyncCallback, Parameters: json.RawMessage(`{"url":"https://x"}`)}, "invalid_request"},
+		{"callback to deterministic parent", orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeAsyncCallback, ParentSessionID: res.SessionID, Parameters: json.RawMessage(`{"url":"https://x"}`)}, "callback_to_deterministic"},
+		{"bad output schema", orchestrator.StartRunParams{AgentName: "web-crawler", OutputSchema: json.RawMessage(`{"type":"strang"}`), Parameters: json.RawMessage(`{"url":"https://x"}`)}, "invalid_schema"},
+		{"conflicting demands", orchestrator.StartRunParams{AgentName: "web-crawler", Demands: &orchestrator.Demands{RunnerID: "lnch_other"}, Parameters: json.RawMessage(`{"url":"https://x"}`)}, "demands_conflict"},
+	} {
+		_, err := c.StartRun(ctx, tc.p)
+		if got := orchestrator.ErrorCode(err); got != tc.code {
+			t.Errorf("%s: error %v (code %q), want code %q", tc.name, err, got, tc.code)
+		}
+	}
+}
+
+func TestDeterministicRunsGoToTheirOwner(t *testing.T) {
+	t.Parallel()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	a := register(t, c, "host-a", crawler())
+	b := register(t, c, "host-b", crawler())
+	ai := registerAI(t, c, "host-ai")
+
+	toA := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	toB := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler@" + b.RunnerID, Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
+
+	if w := poll(t, c, ai.RunnerID, 5); len(w.Runs) != 0 {
+		t.Errorf("AI runner claimed deterministic runs: %+v", w.Runs)
+	}
+	wb := poll(t, c, b.RunnerID, 5)
+	if len(wb.Runs) != 1 || wb.Runs[0].Run.ID != toB.RunID || wb.Runs[0].BlueprintName != "web-crawler" {
+		t.Fatalf("runner b got %+v, want only run %s with blueprint web-crawler", wb.Runs, toB.RunID)
+	}
+	wa := poll(t, c, a.RunnerID, 5)
+	if len(wa.Runs) != 1 || wa.Runs[0].Run.ID != toA.RunID {
+		t.Fatalf("runner a got %+v, want only run %s", wa.Runs, toA.RunID)
+	}
+}
+
+func TestPollWakesWhenRunArrives(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{PollTimeout: time.Minute})
+	a := register(t, c, "host-a", crawler())
+	got := make(chan *orchestrator.Work, 1)
+	go func() {
+		w, err := c.PollWork(ctx, orchestrator.PollParams{RunnerID: a.RunnerID, Wait: time.Minute, Max: 1})
+		if err != nil {
+			t.Errorf("PollWork: %v", err)
+		}
+		got <- w
+	}()
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	select {
+	case w := <-got:
+		if len(w.Runs) != 1 || w.Runs[0].Run.ID != res.RunID {
+			t.Fatalf("parked poll returned %+v, want run %s", w, res.RunID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a parked poll was not woken by a new run")
+	}
+}
+
+func TestRunLifecycleAndResult(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	a := register(t, c, "host-a", crawler())
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	w := poll(t, c, a.RunnerID, 1)
+	if len(w.Runs) != 1 {
+		t.Fatalf("poll: %+v", w)
+	}
+	runID := res.RunID
+	// Only the holder may report.
+	err := c.ReportRun(ctx, orchestrator.RunReport{RunnerID: "lnch_intruder", RunID: runID, Status: orchestrator.RunRunning})
+	if !errors.Is(err, orchestrator.ErrConflict) {
+		t.Errorf("report by a runner that does not hold the run: %v, want ErrConflict", err)
+	}
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: runID, Status: orchestrator.RunRunning})
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: runID, Status: orchestrator.RunRunning}) // repeated: harmless
+	if s, _ := c.GetSession(ctx, res.SessionID); s.Status != orchestrator.SessionRunning {
+		t.Errorf("session status after start = %s, want running", s.Status)
+	}
+	if _, err := c.AppendEvents(ctx, res.SessionID, []orchestrator.Event{
+		orchestrator.NewEvent(orchestrator.EventStderr, map[string]string{"line": "fetching /"}),
+		orchestrator.NewEvent(orchestrator.EventStderr, map[string]string{"line": "done"}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	exit := 0
+	result := &orchestrator.Result{ResultType: "deterministic", ResultText: `{"pages":3}`, ResultData: json.RawMessage(`{"pages":3}`), ExitCode: &exit}
+	rep := orchestrator.RunReport{RunnerID: a.RunnerID, RunID: runID, Status: orchestrator.RunCompleted, Result: result}
+	report(t, c, rep)
+	report(t, c, rep) // a retried report is harmless
+	if err := c.ReportRun(ctx, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: runID, Status: orchestrator.RunFailed}); !errors.Is(err, orchestrator.ErrConflict) {
+		t.Errorf("contradicting report: %v, want ErrConflict", err)
+	}
+	s, err := c.WaitSession(ctx, res.SessionID, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != orchestrator.SessionCompleted || s.Result == nil || string(s.Result.ResultData) != `{"pages":3}` || *s.Result.ExitCode != 0 {
+		t.Fatalf("session = %+v (result %+v), want completed with the reported result", s, s.Result)
+	}
+	evs, err := c.ListEvents(ctx, res.SessionID, 0, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i, e.Seq)
+		}
+		types = append(types, e.Type)
+	}
+	if got, want := strings.Join(types, ","), "run_started,stderr,stderr,result,run_ended"; got != want {
+		t.Errorf("event types = %s, want %s", got, want)
+	}
+	page, err := c.ListEvents(ctx, res.SessionID, 2, 2, 0)
+	if err != nil || len(page) != 2 || page[0].Seq != 3 {
+		t.Errorf("page after 2 limit 2 = %v %v, want seqs 3,4", page, err)
+	}
+}
+
+func TestResultEventWinsOverLastMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
+		t.Fatal(err)
+	}
+	ai := registerAI(t, c, "host-ai")
+	for _, tc := range []struct {
+		name   string
+		events []orchestrator.Event
+		want   string
+	}{
+		{"message only", []orchestrator.Event{
+			orchestrator.NewEvent("message", map[string]any{"role": "assistant", "content": []map[string]string{{"type": "text", "text": "the answer"}}}),
+		}, "the answer"},
+		{"result event wins", []orchestrator.Event{
+			orchestrator.NewEvent("result", map[string]any{"result_type": "agent", "result_text": "structured"}),
+			orchestrator.NewEvent("message", map[string]any{"role": "assistant", "content": "chatter"}),
+		}, "structured"},
+	} {
+		res := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "go"})
+		w := poll(t, c, ai.RunnerID, 1)
+		if len(w.Runs) != 1 {
+			t.Fatalf("%s: poll %+v", tc.name, w)
+		}
+		report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
+		if _, err := c.AppendEvents(ctx, res.SessionID, tc.events); err != nil {
+			t.Fatal(err)
+		}
+		report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: res.RunID, Status: orchestrator.RunCompleted})
+		s, _ := c.GetSession(ctx, res.SessionID)
+		if s.Result == nil || s.Result.ResultText != tc.want {
+			t.Errorf("%s: result %+v, want text %q", tc.name, s.Result, tc.want)
+		}
+	}
+}
+
+func TestStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	a := register(t, c, "host-a", crawler())
+	params := json.RawMessage(`{"url":"https://a.example"}`)
+
+	// A pending run stops without reaching a runner.
+	pending := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: params})
+	run, err := c.StopRun(ctx, pending.RunID)
+	if err != nil || run.Status != orchestrator.RunStopped {
+		t.Fatalf("stop pending run: %+v %v, want stopped", run, err)
+	}
+	if w := poll(t, c, a.RunnerID, 5); len(w.Runs) != 0 {
+		t.Errorf("a stopped run reached the runner: %+v", w.Runs)
+	}
+
+	// A running run's stop reaches its runner's parked poll at once.
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: params})
+	poll(t, c, a.RunnerID, 1)
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
+	got := make(chan *orchestrator.Work, 1)
+	go func() {
+		w, err := c.PollWork(ctx, orchestrator.PollParams{RunnerID: a.RunnerID, Wait: time.Minute})
+		if err != nil {
+			t.Errorf("PollWork: %v", err)
+		}
+		got <- w
+	}()
+	if _, err := c.StopSession(ctx, res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StopSession(ctx, res.SessionID); err != nil { // twice is harmless
+		t.Fatal(err)
+	}
+	select {
+	case w := <-got:
+		if len(w.Stop) != 1 || w.Stop[0] != res.SessionID {
+			t.Fatalf("poll returned %+v, want a stop for %s", w, res.SessionID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not reach the parked poll")
+	}
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: res.RunID, Status: orchestrator.RunStopped, Error: "stopped"})
+	if s, _ := c.GetSession(ctx, res.SessionID); s.Status != orchestrator.SessionStopped {
+		t.Errorf("session after stop = %s, want stopped", s.Status)
+	}
+}
+
+func TestCallbacksAreDeliveredTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "orchestrator"}); err != nil {
+		t.Fatal(err)
+	}
+	a := register(t, c, "host-a", crawler())
+	ai := registerAI(t, c, "host-ai")
+
+	parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "crawl two sites"})
+	poll(t, c, ai.RunnerID, 1)
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunRunning})
+
+	// Two children end while the parent runs.
+	var children []string
+	for _, u := range []string{"https://one.example", "https://two.example"} {
+		ch := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeAsyncCallback,
+			ParentSessionID: parent.SessionID, Parameters: json.RawMessage(`{"url":"` + u + `"}`)})
+		children = append(children, ch.SessionID)
+	}
+	w := poll(t, c, a.RunnerID, 5)
+	if len(w.Runs) != 2 {
+		t.Fatalf("runner a got %d runs, want 2", len(w.Runs))
+	}
+	for i, asg := range w.Runs {
+		report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: asg.Run.ID, Status: orchestrator.RunRunning})
+		code := i // the second child fails
+		report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: asg.Run.ID, Status: []orchestrator.RunStatus{orchestrator.RunCompleted, orchestrator.RunFailed}[i],
+			Result: &orchestrator.Result{ResultType: "deterministic", ResultText: "out", ResultData: json.RawMessage(`{"n":1}`), ExitCode: &code}})
+	}
+	if s, _ := c.GetSession(ctx, parent.SessionID); s.Status != orchestrator.SessionRunning {
+		t.Fatalf("parent was disturbed while running: %s", s.Status)
+	}
+	// The parent's run fails; both callbacks still arrive, in one resume.
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunFailed, Error: "model error"})
+	w = poll(t, c, ai.RunnerID, 5)
+	if len(w.Runs) != 1 {
+		t.Fatalf("AI runner got %d runs after the parent ended, want 1 resume", len(w.Runs))
+	}
+	resume := w.Runs[0].Run
+	if resume.SessionID != parent.SessionID || resume.Type != orchestrator.RunTypeResume {
+		t.Fatalf("resume run = %+v", resume)
+	}
+	var p struct{ Prompt string }
+	if err := json.Unmarshal(resume.Parameters, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range children {
+		if !strings.Contains(p.Prompt, id) {
+			t.Errorf("resume prompt does not mention child %s:\n%s", id, p.Prompt)
+		}
+	}
+	if !strings.Contains(p.Prompt, `"result_data": {`) || !strings.Contains(p.Prompt, "child_failed") {
+		t.Errorf("resume prompt lacks the structured results:\n%s", p.Prompt)
+	}
+}
+
+func TestCallbackResumesIdleParentAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "orchestrator"}); err != nil {
+		t.Fatal(err)
+	}
+	a := register(t, c, "host-a", crawler())
+	ai := registerAI(t, c, "host-ai")
+	parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "crawl"})
+	poll(t, c, ai.RunnerID, 1)
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunRunning})
+	child := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeAsyncCallback,
+		ParentSessionID: parent.SessionID, Parameters: json.RawMessage(`{"url":"https://one.example"}`)})
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunCompleted})
+	poll(t, c, a.RunnerID, 1)
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: child.RunID, Status: orchestrator.RunRunning})
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: child.RunID, Status: orchestrator.RunCompleted})
+	s, _ := c.GetSession(ctx, parent.SessionID)
+	if s.Status != orchestrator.SessionPending {
+		t.Fatalf("idle parent status after the child ended = %s, want pending (resumed)", s.Status)
+	}
+	w := poll(t, c, ai.RunnerID, 1)
+	if len(w.Runs) != 1 || w.Runs[0].Run.SessionID != parent.SessionID {
+		t.Fatalf("AI runner got %+v, want the parent's resume", w.Runs)
+	}
+}
+
+func TestRunnerGoesOffline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{StaleAfter: 100 * time.Millisecond, OfflineAfter: 300 * time.Millisecond})
+	a := register(t, c, "host-a", crawler())
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	poll(t, c, a.RunnerID, 1)
+	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
+	pendingRun := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
+
+	deadline := time.Now().Add(10 * time.Second)
+	sawStale := false
+	for {
+		c.Sweep(ctx, false)
+		runners, _ := c.ListRunners(ctx)
+		if runners[0].Status == orchestrator.RunnerStale {
+			sawStale = true
+		}
+		if runners[0].Status == orchestrator.RunnerOffline {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runner never went offline: %+v", runners[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawStale {
+		t.Log("the runner went offline without being seen stale (the sweeps were slow); not an error")
+	}
+	s, _ := c.GetSession(ctx, res.SessionID)
+	if s.Status != orchestrator.SessionFailed || s.Error != "Runner disconnected during execution" {
+		t.Errorf("running session after runner loss = %s %q, want failed \"Runner disconnected during execution\"", s.Status, s.Error)
+	}
+	if r, _ := c.GetRun(ctx, pendingRun.RunID); r.Status != orchestrator.RunFailed {
+		t.Errorf("pending run pinned to the lost runner = %s, want failed", r.Status)
+	}
+	if agents, _ := c.ListAgents(ctx, orchestrator.ListAgentsParams{}); len(agents) != 0 {
+		t.Errorf("blueprints of an offline runner are still listed: %+v", agents)
+	}
+	if err := c.Heartbeat(ctx, a.RunnerID); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Errorf("heartbeat of an offline runner: %v, want ErrNotFound", err)
+	}
+	if err := c.ReportRun(ctx, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: res.RunID, Status: orchestrator.RunCompleted}); !errors.Is(err, orchestrator.ErrConflict) {
+		t.Errorf("late report from the lost runner: %v, want ErrConflict", err)
+	}
+}
+
+func TestConcurrentPollersNeverShareARun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, registerAI(t, c, "host-"+string(rune('a'+i))).RunnerID)
+	}
+	const n = 200
+	for range n {
+		start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "go"})
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]string{}
+		wg   sync.WaitGroup
+	)
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				w, err := c.PollWork(ctx, orchestrator.PollParams{RunnerID: id, Max: 3})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(w.Runs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, asg := range w.Runs {
+					if prev, dup := seen[asg.Run.ID]; dup {
+						t.Errorf("run %s claimed by %s and %s", asg.Run.ID, prev, id)
+					}
+					seen[asg.Run.ID] = id
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("claimed %d runs, want %d", len(seen), n)
+	}
+}

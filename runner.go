@@ -1,0 +1,541 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// RunnerConfig configures a [Runner]. Zero values take the documented defaults.
+type RunnerConfig struct {
+	// Coordinator is where the runner registers and gets work: a *LocalCoordinator in-process, or an
+	// httpapi.Client for a remote one. Required.
+	Coordinator Coordinator
+	// Executor performs the runs. Required.
+	Executor Executor
+	// Blueprints are the deterministic agents this runner owns and announces (see [LoadBlueprints]).
+	Blueprints []*Blueprint
+
+	// Hostname defaults to os.Hostname().
+	Hostname string
+	// ProjectDir is the working directory of runs that do not name one. Defaults to the process's working
+	// directory.
+	ProjectDir string
+	// ExecutorType names the executor for operators and demands. Default "deterministic" when Blueprints are
+	// announced, else "agent".
+	ExecutorType string
+	// ExecutorProfile names the executor's configuration for demands. Default: ExecutorType.
+	ExecutorProfile string
+	Tags            []string
+	// RequireMatchingTags makes the runner take only runs that demand at least one of its tags.
+	RequireMatchingTags bool
+	// AcceptsAgents overrides whether the runner takes AI agent runs (default: only when it announces no
+	// blueprints).
+	AcceptsAgents *bool
+	// MaxConcurrent is how many runs execute at once. Default 4.
+	MaxConcurrent int
+
+	// ShutdownGrace is how long runs in progress may go on after the runner's context ends; then they are
+	// stopped. Default 30s.
+	ShutdownGrace time.Duration
+	// ReportTimeout is how long the runner keeps retrying a run's final report (the coordinator may be
+	// restarting) before it gives the result up. Default 10m.
+	ReportTimeout time.Duration
+	// Gateway, when set, is opened for each run and gives the run's processes their way back to the
+	// coordinator (see [Gateway]).
+	Gateway Gateway
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// Gateway gives a run's processes scoped access to the coordinator. The runner opens it before a run
+// executes and closes it after; the returned environment (AGENT_ORCHESTRATOR_API_URL, a per-run token) is
+// added to [Invocation.Env].
+type Gateway interface {
+	Open(asg *Assignment) (env map[string]string, closeFn func())
+}
+
+// Runner is the worker loop: it registers with a coordinator, announces its blueprints, heartbeats,
+// long-polls for work within its concurrency limit, executes runs through its [Executor] and reports their
+// outcomes. It is a concrete type: one loop serves every executor, which is where implementations differ.
+type Runner struct {
+	cfg  RunnerConfig
+	co   Coordinator
+	log  *slog.Logger
+	reg  RunnerRegistration
+	blue map[string]*Blueprint
+
+	mu          sync.Mutex
+	runnerID    string
+	active      map[string]*activeRun // by run id
+	cancelPoll  context.CancelFunc    // ends a stop-only poll when a slot frees
+	pollIsStops bool
+	wg          sync.WaitGroup
+
+	registered chan struct{} // closed after the first successful registration
+	regOnce    sync.Once
+	reRegister chan struct{}
+}
+
+type activeRun struct {
+	asg    *Assignment
+	cancel context.CancelFunc
+	// why is set when the runner ends the run itself: "stopped", "runner shut down".
+	why string
+	// abandoned runs are not reported: the coordinator already ended them.
+	abandoned bool
+}
+
+// NewRunner checks cfg and returns a runner. Call [Runner.Run] to start it.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
+	if cfg.Coordinator == nil {
+		return nil, errors.New("orchestrator: RunnerConfig.Coordinator is required")
+	}
+	if cfg.Executor == nil {
+		return nil, errors.New("orchestrator: RunnerConfig.Executor is required")
+	}
+	if cfg.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("orchestrator: hostname: %w", err)
+		}
+		cfg.Hostname = h
+	}
+	if cfg.ProjectDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("orchestrator: working directory: %w", err)
+		}
+		cfg.ProjectDir = wd
+	}
+	if cfg.ExecutorType == "" {
+		cfg.ExecutorType = string(AgentTypeAgent)
+		if len(cfg.Blueprints) > 0 {
+			cfg.ExecutorType = string(AgentTypeDeterministic)
+		}
+	}
+	if cfg.ExecutorProfile == "" {
+		cfg.ExecutorProfile = cfg.ExecutorType
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 4
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 30 * time.Second
+	}
+	if cfg.ReportTimeout <= 0 {
+		cfg.ReportTimeout = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	blue := map[string]*Blueprint{}
+	for _, b := range cfg.Blueprints {
+		if b == nil {
+			return nil, errors.New("orchestrator: nil blueprint")
+		}
+		if _, dup := blue[b.Name]; dup {
+			return nil, fmt.Errorf("orchestrator: blueprint %q announced twice", b.Name)
+		}
+		blue[b.Name] = b
+	}
+	r := &Runner{
+		cfg:  cfg,
+		co:   cfg.Coordinator,
+		log:  cfg.Logger,
+		blue: blue,
+		reg: RunnerRegistration{
+			Hostname:            cfg.Hostname,
+			ProjectDir:          cfg.ProjectDir,
+			ExecutorType:        cfg.ExecutorType,
+			ExecutorProfile:     cfg.ExecutorProfile,
+			Tags:                cfg.Tags,
+			RequireMatchingTags: cfg.RequireMatchingTags,
+			MaxConcurrent:       cfg.MaxConcurrent,
+			AcceptsAgents:       cfg.AcceptsAgents,
+			Blueprints:          cfg.Blueprints,
+		},
+		active:     map[string]*activeRun{},
+		registered: make(chan struct{}),
+		reRegister: make(chan struct{}, 1),
+	}
+	return r, nil
+}
+
+// ID returns the runner id, empty before the first registration.
+func (r *Runner) ID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runnerID
+}
+
+// Registered is closed once the runner has registered for the first time.
+func (r *Runner) Registered() <-chan struct{} { return r.registered }
+
+// Run registers the runner and works until ctx ends. Then it stops claiming, lets runs in progress finish
+// within ShutdownGrace, stops the rest (reporting them stopped), deregisters — its blueprints disappear
+// from the coordinator at once — and returns nil. It returns early with an error only when registration is
+// rejected as invalid.
+func (r *Runner) Run(ctx context.Context) error {
+	reg, err := r.register(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	// Runs live in their own context so that shutting down lets them finish within the grace period.
+	runsCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+
+	hbCtx, stopHB := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		r.heartbeatLoop(hbCtx, time.Duration(reg.HeartbeatIntervalSeconds*float64(time.Second)))
+	}()
+
+	pollWait := time.Duration(reg.PollTimeoutSeconds * float64(time.Second))
+	if pollWait <= 0 {
+		pollWait = 30 * time.Second
+	}
+	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	for ctx.Err() == nil {
+		select {
+		case <-r.reRegister:
+			r.log.Warn("coordinator does not know this runner; registering again", "runner_id", r.ID())
+			r.abandonAll()
+			if _, err := r.register(ctx); err != nil {
+				continue
+			}
+		default:
+		}
+		r.mu.Lock()
+		free := r.cfg.MaxConcurrent - len(r.active)
+		pollCtx, cancel := context.WithCancel(ctx)
+		r.cancelPoll, r.pollIsStops = cancel, free == 0
+		id := r.runnerID
+		r.mu.Unlock()
+
+		work, err := r.co.PollWork(pollCtx, PollParams{RunnerID: id, Wait: pollWait, Max: free})
+		slotFreed := pollCtx.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch {
+		case err == nil:
+			backoff.reset()
+		case ctx.Err() != nil:
+		case slotFreed:
+			continue
+		case errors.Is(err, ErrNotFound):
+			r.log.Warn("coordinator does not know this runner; registering again", "runner_id", id)
+			r.abandonAll()
+			_, _ = r.register(ctx)
+			continue
+		default:
+			r.log.Warn("poll failed", "err", err)
+			backoff.sleep(ctx)
+			continue
+		}
+		if work == nil {
+			continue
+		}
+		for _, sid := range work.Stop {
+			r.stop(sid, "stopped")
+		}
+		for _, asg := range work.Runs {
+			r.start(runsCtx, asg)
+		}
+	}
+	stopHB()
+	<-hbDone
+	r.shutdown()
+	return nil
+}
+
+// register registers until it succeeds, the context ends, or the coordinator rejects the registration as
+// invalid (a configuration error, returned).
+func (r *Runner) register(ctx context.Context) (*Registration, error) {
+	backoff := newBackoff(200*time.Millisecond, 10*time.Second)
+	for {
+		reg, err := r.co.RegisterRunner(ctx, &r.reg)
+		if err == nil {
+			r.mu.Lock()
+			r.runnerID = reg.RunnerID
+			r.mu.Unlock()
+			for _, b := range reg.Blueprints {
+				if b.Name != b.RegisteredName {
+					r.log.Warn("blueprint name taken by another runner; registered under a suffixed name",
+						"blueprint", b.Name, "registered_name", b.RegisteredName)
+				}
+			}
+			r.log.Info("registered", "runner_id", reg.RunnerID, "blueprints", len(reg.Blueprints))
+			r.regOnce.Do(func() { close(r.registered) })
+			return reg, nil
+		}
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden) {
+			return nil, fmt.Errorf("register runner: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Warn("registration failed; retrying", "err", err)
+		backoff.sleep(ctx)
+	}
+}
+
+func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := r.co.Heartbeat(ctx, r.ID())
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, ErrNotFound):
+			select {
+			case r.reRegister <- struct{}{}:
+			default:
+			}
+			r.mu.Lock()
+			if r.cancelPoll != nil {
+				r.cancelPoll()
+			}
+			r.mu.Unlock()
+		default:
+			r.log.Warn("heartbeat failed", "err", err)
+		}
+	}
+}
+
+// start begins executing asg unless this runner already executes it (a redelivered run).
+func (r *Runner) start(runsCtx context.Context, asg *Assignment) {
+	ctx, cancel := context.WithCancel(runsCtx)
+	ar := &activeRun{asg: asg, cancel: cancel}
+	r.mu.Lock()
+	if _, dup := r.active[asg.Run.ID]; dup {
+		r.mu.Unlock()
+		cancel()
+		return
+	}
+	r.active[asg.Run.ID] = ar
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer r.finished(asg.Run.ID)
+		r.execute(ctx, ar)
+	}()
+}
+
+func (r *Runner) finished(runID string) {
+	r.mu.Lock()
+	delete(r.active, runID)
+	if r.pollIsStops && r.cancelPoll != nil {
+		r.cancelPoll() // a slot is free: poll again, this time for runs
+	}
+	r.mu.Unlock()
+}
+
+// stop ends the execution of a session's run; why becomes the reported reason.
+func (r *Runner) stop(sessionID, why string) {
+	r.mu.Lock()
+	var list []*activeRun
+	for _, ar := range r.active {
+		if ar.asg.Run.SessionID == sessionID {
+			if ar.why == "" {
+				ar.why = why
+			}
+			list = append(list, ar)
+		}
+	}
+	r.mu.Unlock()
+	for _, ar := range list {
+		ar.cancel()
+	}
+}
+
+// abandonAll stops every execution without reporting it: a coordinator that forgot this runner has
+// already failed its runs ("Runner disconnected during execution").
+func (r *Runner) abandonAll() {
+	r.mu.Lock()
+	list := make([]*activeRun, 0, len(r.active))
+	for _, ar := range r.active {
+		ar.abandoned = true
+		list = append(list, ar)
+	}
+	r.mu.Unlock()
+	for _, ar := range list {
+		ar.cancel()
+	}
+}
+
+func (r *Runner) shutdown() {
+	r.mu.Lock()
+	n := len(r.active)
+	r.mu.Unlock()
+	if n > 0 {
+		r.log.Info("shutting down; waiting for runs in progress", "runs", n, "grace", r.cfg.ShutdownGrace)
+		done := make(chan struct{})
+		go func() { r.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(r.cfg.ShutdownGrace):
+			r.mu.Lock()
+			for _, ar := range r.active {
+				if ar.why == "" {
+					ar.why = "runner shut down"
+				}
+				ar.cancel()
+			}
+			r.mu.Unlock()
+			<-done
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.co.DeregisterRunner(ctx, r.ID()); err != nil {
+		r.log.Warn("deregistration failed", "err", err)
+		return
+	}
+	r.log.Info("deregistered", "runner_id", r.ID())
+}
+
+func (r *Runner) execute(ctx context.Context, ar *activeRun) {
+	asg, run := ar.asg, ar.asg.Run
+	log := r.log.With("run_id", run.ID, "session_id", run.SessionID, "agent", run.AgentName)
+	rid := r.ID()
+	// Reports and events outlive a stopped run's context: they must still reach the coordinator.
+	bg := context.WithoutCancel(ctx)
+	if err := r.co.ReportRun(bg, RunReport{RunnerID: rid, RunID: run.ID, Status: RunRunning}); err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			log.Info("run is no longer ours; not executing it", "err", err)
+			return
+		}
+		log.Warn("could not report the run started; executing anyway", "err", err)
+	}
+	inv, err := r.invocation(asg)
+	var res *Result
+	if err == nil {
+		var closeGW func()
+		if r.cfg.Gateway != nil {
+			var env map[string]string
+			env, closeGW = r.cfg.Gateway.Open(asg)
+			for k, v := range env {
+				inv.Env[k] = v
+			}
+		}
+		sink := EventSinkFunc(func(_ context.Context, events ...Event) error {
+			_, err := r.co.AppendEvents(bg, run.SessionID, events)
+			return err
+		})
+		res, err = r.cfg.Executor.Execute(ctx, inv, sink)
+		if closeGW != nil {
+			closeGW()
+		}
+	}
+	r.mu.Lock()
+	why, abandoned := ar.why, ar.abandoned
+	r.mu.Unlock()
+	rep := RunReport{RunnerID: rid, RunID: run.ID, Result: res}
+	switch {
+	case abandoned:
+		log.Info("run abandoned: the coordinator had already ended it")
+		return
+	case why != "":
+		rep.Status, rep.Error = RunStopped, why
+	case err != nil:
+		rep.Status, rep.Error = RunFailed, err.Error()
+	case res.Failed():
+		rep.Status, rep.Error = RunFailed, res.Error
+		if rep.Error == "" {
+			rep.Error = fmt.Sprintf("exit code %d", *res.ExitCode)
+		}
+	default:
+		rep.Status = RunCompleted
+	}
+	r.report(bg, log, rep)
+}
+
+// report delivers a run's final report, retrying transient failures for up to ReportTimeout: a
+// coordinator that restarts meanwhile still gets the result.
+func (r *Runner) report(ctx context.Context, log *slog.Logger, rep RunReport) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReportTimeout)
+	defer cancel()
+	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		err := r.co.ReportRun(ctx, rep)
+		switch {
+		case err == nil:
+			log.Debug("run reported", "status", rep.Status)
+			return
+		case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge):
+			log.Warn("run report refused", "status", rep.Status, "err", err)
+			return
+		case ctx.Err() != nil:
+			log.Error("gave up reporting the run", "status", rep.Status, "err", err)
+			return
+		}
+		log.Warn("run report failed; retrying", "err", err)
+		backoff.sleep(ctx)
+	}
+}
+
+func (r *Runner) invocation(asg *Assignment) (*Invocation, error) {
+	run := asg.Run
+	b := asg.Blueprint
+	if run.AgentType == AgentTypeDeterministic {
+		// Execute only what this runner announced, whatever the coordinator sent.
+		b = r.blue[asg.BlueprintName]
+		if b == nil {
+			return nil, fmt.Errorf("this runner has no blueprint %q", asg.BlueprintName)
+		}
+	}
+	if b == nil {
+		return nil, fmt.Errorf("the coordinator sent no blueprint for agent %q", run.AgentName)
+	}
+	dir := run.ProjectDir
+	if dir == "" {
+		dir = r.cfg.ProjectDir
+	}
+	return &Invocation{
+		Mode:              run.Type,
+		RunID:             run.ID,
+		SessionID:         run.SessionID,
+		AgentName:         run.AgentName,
+		Blueprint:         b,
+		Parameters:        run.Parameters,
+		ProjectDir:        dir,
+		OutputSchema:      run.OutputSchema,
+		Metadata:          run.Metadata,
+		ExecutorSessionID: asg.ExecutorSessionID,
+		Env:               map[string]string{EnvSessionID: run.SessionID, EnvRunID: run.ID},
+	}, nil
+}
+
+// backoff is a capped exponential delay for retry loops.
+type backoff struct{ min, max, cur time.Duration }
+
+func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max, cur: min} }
+
+func (b *backoff) reset() { b.cur = b.min }
+
+func (b *backoff) sleep(ctx context.Context) {
+	t := time.NewTimer(b.cur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	b.cur = min(b.cur*2, b.max)
+}
