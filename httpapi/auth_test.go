@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// concretePath fills a route pattern's wildcards.
+func concretePath(pattern string) string {
+	r := strings.NewReplacer("{name}", "some-agent", "{id}", "some-id")
+	return r.Replace(pattern)
+}
+
+// TestRolesEveryRoute is generated from the route table: every route is called without a token, with an
+// unknown token and with each role's token, and must answer 401 / 403 exactly when the role is not
+// allowed — so no request without the right role reaches a handler.
+func TestRolesEveryRoute(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	callers := []struct {
+		name  string
+		token string
+		role  Role
+	}{
+		{"none", "", ""},
+		{"bogus", "not-a-configured-token", ""},
+		{"admin", adminTok, RoleAdmin},
+		{"client", clientTok, RoleClient},
+		{"runner", runnerTok, RoleRunner},
+		// A configured token with a prefix of another's bytes must not match it.
+		{"prefix", adminTok[:len(adminTok)-1], ""},
+	}
+	if len(routeTable) < 30 {
+		t.Fatalf("route table has %d routes; the test expects the whole API", len(routeTable))
+	}
+	for _, rd := range routeTable {
+		for _, c := range callers {
+			t.Run(rd.String()+"/"+c.name, func(t *testing.T) {
+				var body []byte
+				if rd.Method == "POST" || rd.Method == "PUT" || rd.Method == "PATCH" {
+					body = []byte(`{}`)
+				}
+				target := concretePath(rd.Pattern)
+				if rd.Pattern == "/runner/runs" {
+					target += "?wait=0"
+				}
+				rec := serve(env.handler, rd.Method, target, c.token, body)
+				switch {
+				case rd.Public:
+					if rec.Code == 401 || rec.Code == 403 {
+						t.Fatalf("public route answered %d: %s", rec.Code, rec.Body)
+					}
+				case c.role == "":
+					m := errorBody(t, rec, http.StatusUnauthorized)
+					if !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer") {
+						t.Errorf("401 without a Bearer challenge: %q", rec.Header().Get("WWW-Authenticate"))
+					}
+					if c.token != "" && m["error"] != "invalid_token" {
+						t.Errorf("unknown token: error = %v, want invalid_token", m["error"])
+					}
+				case rd.Allows(c.role):
+					if rec.Code == 401 || rec.Code == 403 || rec.Code >= 500 {
+						t.Fatalf("role %s is allowed but got %d: %s", c.role, rec.Code, rec.Body)
+					}
+				default:
+					errorBody(t, rec, http.StatusForbidden)
+				}
+			})
+		}
+	}
+}
+
+// TestRolePolicy pins the policy itself, so a change to it is deliberate.
+func TestRolePolicy(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{ // route → roles besides admin
+		"GET /health":                      "public",
+		"GET /agents":                      "client runner",
+		"GET /agents/{name}":               "client runner",
+		"GET /agents/{name}/schema":        "client runner",
+		"POST /agents":                     "",
+		"PUT /agents/{name}":               "",
+		"PATCH /agents/{name}":             "",
+		"DELETE /agents/{name}":            "",
+		"POST /runs":                       "client runner",
+		"GET /runs":                        "client",
+		"GET /runs/{id}":                   "client runner",
+		"POST /runs/{id}/stop":             "client",
+		"GET /sessions":                    "client runner",
+		"GET /sessions/{id}":               "client runner",
+		"GET /sessions/{id}/result":        "client runner",
+		"POST /sessions/{id}/stop":         "client runner",
+		"DELETE /sessions/{id}":            "client",
+		"GET /sessions/{id}/events":        "client runner",
+		"GET /sessions/{id}/events/stream": "client runner",
+		"POST /sessions/{id}/events":       "client runner",
+		"GET /runners":                     "",
+		"DELETE /runners/{id}":             "",
+		"POST /runner/register":            "runner",
+		"POST /runner/heartbeat":           "runner",
+		"GET /runner/runs":                 "runner",
+		"POST /runner/runs/{id}/started":   "runner",
+		"POST /runner/runs/{id}/completed": "runner",
+		"POST /runner/runs/{id}/failed":    "runner",
+		"POST /runner/runs/{id}/stopped":   "runner",
+		"DELETE /runner/{id}":              "runner",
+	}
+	routes := Routes()
+	if len(routes) != len(want) {
+		t.Errorf("Routes() has %d routes, the policy %d", len(routes), len(want))
+	}
+	for _, rt := range routes {
+		var got []string
+		if rt.Public {
+			got = append(got, "public")
+		}
+		for _, r := range rt.Roles {
+			got = append(got, string(r))
+		}
+		w, ok := want[rt.String()]
+		if !ok {
+			t.Errorf("route %s is not in the policy", rt)
+			continue
+		}
+		if strings.Join(got, " ") != w {
+			t.Errorf("route %s: roles %q, want %q", rt, strings.Join(got, " "), w)
+		}
+	}
+}
+
+// TestOpenHandler: without tokens every route is open.
+func TestOpenHandler(t *testing.T) {
+	t.Parallel()
+	coord := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	h := NewHandler(coord, Config{})
+	rec := serve(h, "GET", "/runners", "", nil)
+	if rec.Code != 200 {
+		t.Fatalf("open GET /runners: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestTokenAuth(t *testing.T) {
+	t.Parallel()
+	a := NewTokenAuth(map[string]Role{"aaaa": RoleAdmin, "bbbb": RoleClient, "cccc": RoleRunner})
+	for _, tc := range []struct {
+		tok  string
+		want Role
+		ok   bool
+	}{
+		{"aaaa", RoleAdmin, true},
+		{"bbbb", RoleClient, true},
+		{"cccc", RoleRunner, true},
+		{"aaa", "", false},
+		{"aaaaa", "", false},
+		{"", "", false},
+		{"AAAA", "", false},
+	} {
+		got, ok := a.Role(tc.tok)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Role(%q) = %q, %v; want %q, %v", tc.tok, got, ok, tc.want, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		header string
+		tok    string
+		ok     bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer abc", "abc", true},
+		{"Bearer  abc ", "abc", true},
+		{"Basic abc", "", false},
+		{"Bearer", "", false},
+		{"Bearer ", "", false},
+		{"", "", false},
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Authorization", tc.header)
+		tok, ok := BearerToken(req)
+		if tok != tc.tok || ok != tc.ok {
+			t.Errorf("BearerToken(%q) = %q, %v; want %q, %v", tc.header, tok, ok, tc.tok, tc.ok)
+		}
+	}
+}
+
+func TestParseTokens(t *testing.T) {
+	t.Parallel()
+	got, err := ParseTokens("a1, a2", "c1,,", " r1 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Role{"a1": RoleAdmin, "a2": RoleAdmin, "c1": RoleClient, "r1": RoleRunner}
+	if len(got) != len(want) {
+		t.Fatalf("ParseTokens = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("ParseTokens = %v, want %v", got, want)
+		}
+	}
+	if _, err := ParseTokens("same", "same", ""); err == nil {
+		t.Fatal("a token in two roles was accepted")
+	}
+	if empty, err := ParseTokens("", "", ""); err != nil || len(empty) != 0 {
+		t.Fatalf("ParseTokens of nothing = %v, %v", empty, err)
+	}
+}
+
+func TestTokensFromEnv(t *testing.T) {
+	t.Setenv(EnvAdminToken, "adm")
+	t.Setenv(EnvClientToken, "c1,c2")
+	t.Setenv(EnvRunnerToken, "")
+	got, err := TokensFromEnv()
+	if err != nil || len(got) != 3 || got["adm"] != RoleAdmin || got["c2"] != RoleClient {
+		t.Fatalf("TokensFromEnv = %v, %v", got, err)
+	}
+}
+
+func TestCheckListenAddr(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		addr           string
+		open, insecure bool
+		ok             bool
+	}{
+		{"127.0.0.1:8765", true, false, true},
+		{"[::1]:8765", true, false, true},
+		{"localhost:8765", true, false, true},
+		{"127.0.0.2:8765", true, false, true},
+		{":8765", true, false, false},
+		{"0.0.0.0:8765", true, false, false},
+		{"10.1.2.3:8765", true, false, false},
+		{"example.com:8765", true, false, false},
+		{":8765", true, true, true},
+		{":8765", false, false, true},
+		{"no-port", true, false, false},
+	} {
+		err := CheckListenAddr(tc.addr, tc.open, tc.insecure)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckListenAddr(%q, open=%v, insecure=%v) = %v, want ok=%v", tc.addr, tc.open, tc.insecure, err, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+// Package httpapi serves an [orchestrator.Coordinator] over HTTP ([NewHandler]) and implements one over
+// HTTP ([Client]), so a runner, a tool or an MCP server works the same against an embedded coordinator or
+// a remote one. The wire contract is DESIGN §4: JSON bodies with the seeds' field names, errors as
+// {"error": code, "message": text, …details}.
+//
+// # Routes
+//
+// Roles: A admin, C client, R runner; admin may call every route. GET /health is open.
+//
+//	GET    /health                              open   {"status":"ok"}
+//	GET    /agents[?tags=a,b&type=]             C R    {agents:[…]}; deterministic agents carry parameters_schema
+//	GET    /agents/{name}                       C R    the agent, with both schemas (and its blueprint for registry agents)
+//	GET    /agents/{name}/schema                C R    {name, type, parameters_schema, output_schema}
+//	POST   /agents                              A      blueprint → 201 the agent
+//	PUT    /agents/{name}                       A      blueprint → the agent
+//	PATCH  /agents/{name}                       A      JSON merge patch (RFC 7386) of the blueprint → the agent
+//	DELETE /agents/{name}                       A      204
+//	POST   /runs[?wait=]                        C R    StartRunParams → 201 {run_id, session_id, status[, result, error]}
+//	GET    /runs[?status=&session_id=&runner_id=&agent_name=&limit=&after=]   C   {runs, next_cursor}
+//	GET    /runs/{id}                           C R    the run
+//	POST   /runs/{id}/stop                      C      the run
+//	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&limit=&cursor=]  C R  {sessions, next_cursor}
+//	GET    /sessions/{id}[?wait=]               C R    the session (long-polled until it ends)
+//	GET    /sessions/{id}/result[?wait=]        C R    {session_id, status, result?, error?}
+//	POST   /sessions/{id}/stop                  C R    the session
+//	DELETE /sessions/{id}                       C      204; 409 while it runs
+//	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
+//	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
+//	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
+//	GET    /runners                             A      {runners}
+//	DELETE /runners/{id}                        A      204
+//	POST   /runner/register                     R      RunnerRegistration → Registration
+//	POST   /runner/heartbeat                    R      {runner_id} → 204; 404 when unknown or offline
+//	GET    /runner/runs?runner_id=&max=&wait=   R      {runs, stop} or 204
+//	POST   /runner/runs/{id}/started|completed|failed|stopped  R  {runner_id, result?, error?} → 204; 409 when not held
+//	DELETE /runner/{id}                         R      204 (graceful deregistration)
+//
+// The runner role also has what a runner's gateway forwards for its executors (POST /runs, reading
+// sessions, events and agents, stopping a child).
+//
+// # Conventions
+//
+// Durations in queries are Go durations ("30s") or seconds ("30", "1.5"); waits above [Config.MaxWait]
+// are 400. Bodies are limited to [Config.MaxBodyBytes] (413 beyond). Bodies are decoded leniently —
+// unknown fields are ignored, for forward compatibility — except blueprints, where a misspelt key is an
+// error; wrong types, malformed JSON and trailing data are 400 with a message that names the problem. The
+// Content-Type of a request is not checked (curl -d sends form encoding).
+//
+// A caller's X-Agent-Session-Id header becomes the parent_session_id of a new session that names none:
+// that is how an AI agent's MCP calls link the children it starts.
+//
+// # Authentication
+//
+// [Config.Tokens] maps bearer tokens to roles ([ParseTokens], [TokensFromEnv]); tokens are compared in
+// constant time. A missing or unknown token is 401 with WWW-Authenticate: Bearer; a role the route does
+// not allow is 403. With no tokens the API is open; [CheckListenAddr] lets a binary refuse that on a
+// non-loopback address.
+package httpapi

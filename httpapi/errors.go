@@ -1,0 +1,242 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// ErrServer is the kind of the errors [Client] returns when the coordinator failed — a 5xx, an answer it
+// cannot read, a connection that could not be made or timed out — as opposed to the caller's mistakes,
+// which carry the sentinels of package orchestrator. A handler serving a Client (the runner's gateway)
+// answers such errors with 502.
+var ErrServer = errors.New("coordinator server error")
+
+// statusKinds maps error kinds to statuses and back. Order matters for the forward direction:
+// ErrInvalidParameters errors also match ErrInvalid.
+var statusKinds = []struct {
+	kind   error
+	status int
+}{
+	{orchestrator.ErrInvalid, http.StatusBadRequest},
+	{orchestrator.ErrUnauthorized, http.StatusUnauthorized},
+	{orchestrator.ErrForbidden, http.StatusForbidden},
+	{orchestrator.ErrNotFound, http.StatusNotFound},
+	{orchestrator.ErrConflict, http.StatusConflict},
+	{orchestrator.ErrTooLarge, http.StatusRequestEntityTooLarge},
+	{ErrServer, http.StatusBadGateway},
+}
+
+// StatusCode returns the HTTP status for err: 400 for ErrInvalid (and validation errors), 401, 403, 404,
+// 409, 413 for the other sentinels, 502 for [ErrServer] (an upstream coordinator failed), 500 for anything
+// else.
+func StatusCode(err error) int {
+	for _, sk := range statusKinds {
+		if errors.Is(err, sk.kind) {
+			return sk.status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// kindForStatus is the inverse of StatusCode, for the client.
+func kindForStatus(status int) error {
+	for _, sk := range statusKinds {
+		if sk.status == status {
+			return sk.kind
+		}
+	}
+	switch {
+	case status == http.StatusMethodNotAllowed:
+		return orchestrator.ErrNotFound
+	case status >= 400 && status < 500:
+		return orchestrator.ErrInvalid
+	}
+	return ErrServer
+}
+
+// writeError renders err as the API's JSON error body. A validation error gets seed 001 §6's exact body;
+// an unknown error is a 500 with a generic message (the real one is logged, not shown).
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if isGone(r, err) {
+		return // the caller went away; nobody reads an answer
+	}
+	var ve *orchestrator.ValidationError
+	if errors.As(err, &ve) {
+		writeJSON(w, http.StatusBadRequest, validationBody(ve))
+		return
+	}
+	status := StatusCode(err)
+	if status == http.StatusBadGateway {
+		log.Error("upstream coordinator failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeErrorStatus(w, status, "upstream_error", "the coordinator failed or could not be reached", nil)
+		return
+	}
+	if status == http.StatusInternalServerError {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeErrorStatus(w, status, "internal_error", "internal server error", nil)
+		return
+	}
+	if status == http.StatusUnauthorized {
+		challenge := `Bearer realm="orchestrator"`
+		if orchestrator.ErrorCode(err) == "invalid_token" {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	var details map[string]any
+	var e *orchestrator.Error
+	if errors.As(err, &e) {
+		details = e.Details
+	}
+	writeErrorStatus(w, status, orchestrator.ErrorCode(err), err.Error(), details)
+}
+
+// writeErrorStatus writes {"error": code, "message": msg, …details} (details never override the first two).
+func writeErrorStatus(w http.ResponseWriter, status int, code, msg string, details map[string]any) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"error":`)
+	writeValue(&buf, code)
+	buf.WriteString(`,"message":`)
+	writeValue(&buf, msg)
+	keys := make([]string, 0, len(details))
+	for k := range details {
+		if k != "error" && k != "message" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b, err := json.Marshal(details[k])
+		if err != nil {
+			continue
+		}
+		buf.WriteByte(',')
+		writeValue(&buf, k)
+		buf.WriteByte(':')
+		buf.Write(b)
+	}
+	buf.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func writeValue(buf *bytes.Buffer, v any) {
+	b, _ := json.Marshal(v)
+	buf.Write(b)
+}
+
+// parameterErrorBody is seed 001 §6's body, field for field and in its order.
+type parameterErrorBody struct {
+	Error            string                    `json:"error"`
+	Message          string                    `json:"message"`
+	AgentName        string                    `json:"agent_name"`
+	ValidationErrors []orchestrator.FieldError `json:"validation_errors"`
+	ParametersSchema json.RawMessage           `json:"parameters_schema"`
+}
+
+// outputErrorBody is the same shape for an output that does not match its output_schema.
+type outputErrorBody struct {
+	Error            string                    `json:"error"`
+	Message          string                    `json:"message"`
+	AgentName        string                    `json:"agent_name"`
+	ValidationErrors []orchestrator.FieldError `json:"validation_errors"`
+	OutputSchema     json.RawMessage           `json:"output_schema"`
+}
+
+func validationBody(ve *orchestrator.ValidationError) any {
+	errs := ve.Errors
+	if errs == nil {
+		errs = []orchestrator.FieldError{}
+	}
+	schema := ve.Schema
+	if len(bytes.TrimSpace(schema)) == 0 || !json.Valid(schema) {
+		schema = json.RawMessage("null")
+	}
+	if ve.Output {
+		return outputErrorBody{ve.Code(), ve.Summary(), ve.AgentName, errs, schema}
+	}
+	return parameterErrorBody{ve.Code(), ve.Summary(), ve.AgentName, errs, schema}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeErrorStatus(w, http.StatusInternalServerError, "internal_error", "internal server error", nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// decodeError reads an error response back into the error the server rendered: a
+// *orchestrator.ValidationError for a validation failure, else a *orchestrator.Error whose Kind comes from
+// the status (404 → ErrNotFound, …; 5xx → ErrServer) and whose Code, Message and Details come from the
+// body. So errors.Is and errors.As work on a remote coordinator's errors as on a local one's.
+func decodeError(status int, statusText string, body []byte) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || m == nil {
+		snippet := strings.TrimSpace(string(body))
+		if len(snippet) > 200 {
+			snippet = snippet[:200] + "…"
+		}
+		msg := fmt.Sprintf("coordinator answered %d %s", status, statusText)
+		if snippet != "" {
+			msg += ": " + snippet
+		}
+		return &orchestrator.Error{Kind: kindForStatus(status), Code: codeForStatus(status), Message: msg}
+	}
+	var code, msg string
+	_ = json.Unmarshal(m["error"], &code)
+	_ = json.Unmarshal(m["message"], &msg)
+	if code == "parameter_validation_failed" || code == "output_validation_failed" {
+		ve := &orchestrator.ValidationError{Output: code == "output_validation_failed"}
+		_ = json.Unmarshal(m["agent_name"], &ve.AgentName)
+		_ = json.Unmarshal(m["validation_errors"], &ve.Errors)
+		key := "parameters_schema"
+		if ve.Output {
+			key = "output_schema"
+		}
+		if s := m[key]; len(s) > 0 && string(s) != "null" {
+			ve.Schema = s
+		}
+		return ve
+	}
+	if code == "" {
+		code = codeForStatus(status)
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("coordinator answered %d %s", status, statusText)
+	}
+	e := &orchestrator.Error{Kind: kindForStatus(status), Code: code, Message: msg}
+	for k, v := range m {
+		if k == "error" || k == "message" {
+			continue
+		}
+		var val any
+		if json.Unmarshal(v, &val) == nil {
+			e.With(k, val)
+		}
+	}
+	return e
+}
+
+func codeForStatus(status int) string {
+	switch kindForStatus(status) {
+	case ErrServer:
+		return "internal_error"
+	default:
+		return orchestrator.ErrorCode(kindForStatus(status))
+	}
+}

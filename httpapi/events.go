@@ -1,0 +1,243 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// EventPage is the body of GET /sessions/{id}/events. LastSeq is the cursor to continue from (the after of
+// the next request): the sequence number of the last event returned, or the request's after when there
+// were none.
+type EventPage struct {
+	Events  []*orchestrator.Event `json:"events"`
+	LastSeq int64                 `json:"last_seq"`
+}
+
+// AppendedEvents is the body of a POST /sessions/{id}/events answer: the events as stored, with their
+// sequence numbers.
+type AppendedEvents struct {
+	Events []*orchestrator.Event `json:"events"`
+}
+
+// wantsStream reports whether the request accepts text/event-stream.
+func wantsStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+// listEvents serves GET /sessions/{id}/events: a page of events after ?after= (default 0), at most ?limit=
+// (default 100, capped by the coordinator), long-polled up to ?wait= when there are none yet. With
+// "Accept: text/event-stream" it serves the live stream instead (see streamEvents).
+func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	if wantsStream(r) {
+		return s.streamEvents(w, r)
+	}
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", 0, 0, maxLimit)
+	if err != nil {
+		return err
+	}
+	wait, err := s.queryWait(r, "wait", 0)
+	if err != nil {
+		return err
+	}
+	extendWriteDeadline(w, wait)
+	evs, err := s.coord.ListEvents(r.Context(), id, after, int(limit), wait)
+	if err != nil {
+		return err
+	}
+	page := EventPage{Events: evs, LastSeq: after}
+	if page.Events == nil {
+		page.Events = []*orchestrator.Event{}
+	}
+	if n := len(evs); n > 0 {
+		page.LastSeq = evs[n-1].Seq
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// streamEvents serves the session's events as Server-Sent Events: each event is
+//
+//	id: <seq>
+//	event: <event_type>
+//	data: <the flat event JSON>
+//
+// It replays the events after the Last-Event-ID header (or ?after=, or from the start), then follows new
+// ones as they are appended, with a ": heartbeat" comment whenever the stream has been idle for
+// Config.Heartbeat. It is exempt from the server's write timeout and ends when the client goes away. A
+// session that ends does not end the stream (an AI session may be resumed); a session that is deleted
+// does, after an "error" event.
+func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var after int64
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		after, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || after < 0 {
+			return badQuery("Last-Event-ID must be an event sequence number, not %q", v)
+		}
+	} else if after, err = queryInt(r, "after", 0, 0, 1<<62); err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", 0, 0, maxLimit)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	// Errors are still JSON until the stream starts.
+	if _, err := s.coord.GetSession(ctx, id); err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if _, err := io.WriteString(w, ": stream of session "+id+"\n\n"); err != nil {
+		return nil
+	}
+	if rc.Flush() != nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	for {
+		evs, err := s.coord.ListEvents(ctx, id, after, int(limit), s.cfg.Heartbeat)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !errors.Is(err, orchestrator.ErrNotFound) {
+				s.log.Error("event stream failed", "session_id", id, "err", err)
+				err = errors.New("internal server error")
+			}
+			b, _ := json.Marshal(map[string]string{"error": orchestrator.ErrorCode(err), "message": err.Error()})
+			fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+			_ = rc.Flush()
+			return nil
+		}
+		buf.Reset()
+		if len(evs) == 0 {
+			buf.WriteString(": heartbeat\n\n")
+		}
+		for _, ev := range evs {
+			if err := writeSSE(&buf, ev); err != nil {
+				s.log.Error("event stream: cannot encode event", "session_id", id, "seq", ev.Seq, "err", err)
+			}
+			after = ev.Seq
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return nil
+		}
+		if rc.Flush() != nil {
+			return nil
+		}
+	}
+}
+
+func writeSSE(buf *bytes.Buffer, ev *orchestrator.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(buf, "id: %d\n", ev.Seq)
+	if typ := strings.NewReplacer("\r", "", "\n", "").Replace(ev.Type); typ != "" {
+		fmt.Fprintf(buf, "event: %s\n", typ)
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		buf.WriteString("data: ")
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	buf.WriteByte('\n')
+	return nil
+}
+
+// DecodeEvents reads a POST /sessions/{id}/events body: one flat event object, a JSON array of them, or
+// {"events": [...]}.
+func DecodeEvents(data []byte) ([]orchestrator.Event, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, badBody("request body is required: an event object, an array of events or {\"events\": [...]}")
+	}
+	switch data[0] {
+	case '[':
+		var evs []orchestrator.Event
+		if err := decodeJSON(data, &evs, false); err != nil {
+			return nil, err
+		}
+		return evs, nil
+	case '{':
+		var probe map[string]json.RawMessage
+		if err := decodeJSON(data, &probe, false); err != nil {
+			return nil, err
+		}
+		_, hasType := probe["event_type"]
+		if list, ok := probe["events"]; ok && !hasType {
+			var evs []orchestrator.Event
+			if err := decodeJSON(list, &evs, false); err != nil {
+				return nil, err
+			}
+			return evs, nil
+		}
+		var ev orchestrator.Event
+		if err := decodeJSON(data, &ev, false); err != nil {
+			return nil, err
+		}
+		return []orchestrator.Event{ev}, nil
+	}
+	return nil, badBody("the body must be an event object, an array of events or {\"events\": [...]}")
+}
+
+func (s *server) appendEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	evs, err := DecodeEvents(data)
+	if err != nil {
+		return err
+	}
+	out, err := s.coord.AppendEvents(r.Context(), id, evs)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []*orchestrator.Event{}
+	}
+	writeJSON(w, http.StatusCreated, AppendedEvents{out})
+	return nil
+}

@@ -1,0 +1,180 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// Config configures the handler returned by [NewHandler]. The zero value serves an open API (no tokens)
+// with the documented defaults.
+type Config struct {
+	// Tokens maps bearer tokens to roles (see [ParseTokens] and [TokensFromEnv]). Empty means no
+	// authentication: every route is open. Whether that is acceptable is the binary's decision
+	// ([CheckListenAddr]).
+	Tokens map[string]Role
+	// Authenticator replaces the token check when set (the runner's gateway scopes each request to one
+	// run). Tokens is then ignored.
+	Authenticator Authenticator
+	// MaxBodyBytes bounds a request body; a larger one is 413. Default 2 MiB.
+	MaxBodyBytes int64
+	// MaxWait caps the wait parameter of long-polling requests (GET /sessions/{id}/result?wait=, GET
+	// /runner/runs?wait=, POST /runs?wait=, GET /sessions/{id}/events?wait=); a larger one is 400. It is
+	// also the wait of a sync POST /runs that names none. Default 5m; keep [ClientConfig.MaxWait] equal.
+	MaxWait time.Duration
+	// PollWait is the wait of GET /runner/runs when the request names none. Default 30s (the
+	// coordinator caps it at its poll timeout).
+	PollWait time.Duration
+	// Heartbeat is how often an idle event stream gets a ": heartbeat" comment. Default 15s.
+	Heartbeat time.Duration
+	// Logger receives server errors (5xx) and panics. Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultMaxBodyBytes is the default of [Config.MaxBodyBytes].
+const DefaultMaxBodyBytes = 2 << 20
+
+// DefaultMaxWait is the default of [Config.MaxWait] and [ClientConfig.MaxWait].
+const DefaultMaxWait = 5 * time.Minute
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.PollWait <= 0 {
+		c.PollWait = 30 * time.Second
+	}
+	c.PollWait = min(c.PollWait, c.MaxWait)
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Authenticator == nil && len(c.Tokens) > 0 {
+		c.Authenticator = NewTokenAuth(c.Tokens)
+	}
+	return c
+}
+
+type server struct {
+	coord orchestrator.Coordinator
+	cfg   Config
+	log   *slog.Logger
+}
+
+// NewHandler returns the coordinator's HTTP API over coord (DESIGN §4): agents, runs, sessions, events
+// (paged, long-polled, or streamed as Server-Sent Events), runners, and the /runner/* endpoints runners
+// call. Every route enforces its roles ([Routes]). Every error is a JSON body {"error": code, "message":
+// text, …details} with a status from the error's kind; unknown routes are 404 and wrong methods 405, in
+// the same shape.
+func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
+	cfg = cfg.withDefaults()
+	s := &server{coord: coord, cfg: cfg, log: cfg.Logger}
+	mux := http.NewServeMux()
+	for _, rd := range routeTable {
+		mux.Handle(rd.Method+" "+rd.Pattern, s.wrap(rd))
+	}
+	return &root{mux: mux, s: s}
+}
+
+// root turns the mux's plain-text 404 and 405 answers into JSON errors and recovers panics.
+type root struct {
+	mux *http.ServeMux
+	s   *server
+}
+
+func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			writeError(w, r, h.s.log, fmt.Errorf("panic: %v", p))
+		}
+	}()
+	handler, pattern := h.mux.Handler(r)
+	if pattern != "" {
+		h.mux.ServeHTTP(w, r) // ServeHTTP, not handler: it sets the path values
+		return
+	}
+	// No route: let the mux answer into a capture, then say the same thing in JSON.
+	c := &capture{header: http.Header{}}
+	handler.ServeHTTP(c, r)
+	switch c.status {
+	case http.StatusNotFound:
+		writeError(w, r, h.s.log, orchestrator.Errorf(orchestrator.ErrNotFound, "route_not_found", "no route %s %s", r.Method, r.URL.Path))
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", c.header.Get("Allow"))
+		writeErrorStatus(w, http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, c.header.Get("Allow")), nil)
+	default: // a redirect to the cleaned path, say
+		for k, v := range c.header {
+			if k != "Content-Type" && k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(c.status)
+	}
+}
+
+type capture struct {
+	header http.Header
+	status int
+}
+
+func (c *capture) Header() http.Header { return c.header }
+func (c *capture) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (c *capture) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (s *server) wrap(rd routeDef) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rd.Public && s.cfg.Authenticator != nil {
+			ar, err := s.cfg.Authenticator.Authenticate(r, rd.Route)
+			if err != nil {
+				writeError(w, r, s.log, err)
+				return
+			}
+			r = ar
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		if err := rd.h(s, w, r); err != nil {
+			writeError(w, r, s.log, err)
+		}
+	})
+}
+
+// extendWriteDeadline keeps a server's WriteTimeout from cutting a long poll short: the response may be
+// written up to wait (plus a margin) from now. Writers that do not support deadlines are left alone.
+func extendWriteDeadline(w http.ResponseWriter, wait time.Duration) {
+	if wait <= 0 {
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
+}
+
+// isGone reports whether err is only the caller having gone away (nothing left to answer).
+func isGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}

@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+)
+
+// Route is one endpoint of the API and who may call it.
+type Route struct {
+	// Method is the HTTP method (GET routes also answer HEAD).
+	Method string
+	// Pattern is the net/http.ServeMux path pattern, such as "/agents/{name}".
+	Pattern string
+	// Roles may call the route; admin may call every route whether listed or not.
+	Roles []Role
+	// Public routes need no token at all (GET /health).
+	Public bool
+	// LongPoll routes may hold the request open (a wait parameter or a stream).
+	LongPoll bool
+}
+
+// String returns "METHOD /pattern".
+func (rt Route) String() string { return rt.Method + " " + rt.Pattern }
+
+// Allows reports whether role may call the route.
+func (rt Route) Allows(role Role) bool {
+	return rt.Public || role == RoleAdmin || slices.Contains(rt.Roles, role)
+}
+
+type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request) error
+
+type routeDef struct {
+	Route
+	h handlerFunc
+}
+
+var (
+	clients        = []Role{RoleClient}
+	clientsRunners = []Role{RoleClient, RoleRunner}
+	runners        = []Role{RoleRunner}
+	adminOnly      = []Role(nil)
+)
+
+// routeTable is the whole API. The role test in auth_test.go is generated from it, so a route added here
+// is checked against every role.
+var routeTable = []routeDef{
+	{Route{Method: "GET", Pattern: "/health", Public: true}, (*server).health},
+
+	{Route{Method: "GET", Pattern: "/agents", Roles: clientsRunners}, (*server).listAgents},
+	{Route{Method: "GET", Pattern: "/agents/{name}", Roles: clientsRunners}, (*server).getAgent},
+	{Route{Method: "GET", Pattern: "/agents/{name}/schema", Roles: clientsRunners}, (*server).getAgentSchema},
+	{Route{Method: "POST", Pattern: "/agents", Roles: adminOnly}, (*server).createAgent},
+	{Route{Method: "PUT", Pattern: "/agents/{name}", Roles: adminOnly}, (*server).putAgent},
+	{Route{Method: "PATCH", Pattern: "/agents/{name}", Roles: adminOnly}, (*server).patchAgent},
+	{Route{Method: "DELETE", Pattern: "/agents/{name}", Roles: adminOnly}, (*server).deleteAgent},
+
+	{Route{Method: "POST", Pattern: "/runs", Roles: clientsRunners, LongPoll: true}, (*server).startRun},
+	{Route{Method: "GET", Pattern: "/runs", Roles: clients}, (*server).listRuns},
+	{Route{Method: "GET", Pattern: "/runs/{id}", Roles: clientsRunners}, (*server).getRun},
+	{Route{Method: "POST", Pattern: "/runs/{id}/stop", Roles: clients}, (*server).stopRun},
+
+	{Route{Method: "GET", Pattern: "/sessions", Roles: clientsRunners}, (*server).listSessions},
+	{Route{Method: "GET", Pattern: "/sessions/{id}", Roles: clientsRunners, LongPoll: true}, (*server).getSession},
+	{Route{Method: "GET", Pattern: "/sessions/{id}/result", Roles: clientsRunners, LongPoll: true}, (*server).getSessionResult},
+	{Route{Method: "POST", Pattern: "/sessions/{id}/stop", Roles: clientsRunners}, (*server).stopSession},
+	{Route{Method: "DELETE", Pattern: "/sessions/{id}", Roles: clients}, (*server).deleteSession},
+	{Route{Method: "GET", Pattern: "/sessions/{id}/events", Roles: clientsRunners, LongPoll: true}, (*server).listEvents},
+	{Route{Method: "GET", Pattern: "/sessions/{id}/events/stream", Roles: clientsRunners, LongPoll: true}, (*server).streamEvents},
+	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},
+
+	{Route{Method: "GET", Pattern: "/runners", Roles: adminOnly}, (*server).listRunners},
+	{Route{Method: "DELETE", Pattern: "/runners/{id}", Roles: adminOnly}, (*server).deleteRunner},
+
+	{Route{Method: "POST", Pattern: "/runner/register", Roles: runners}, (*server).register},
+	{Route{Method: "POST", Pattern: "/runner/heartbeat", Roles: runners}, (*server).heartbeat},
+	{Route{Method: "GET", Pattern: "/runner/runs", Roles: runners, LongPoll: true}, (*server).pollWork},
+	{Route{Method: "POST", Pattern: "/runner/runs/{id}/started", Roles: runners}, (*server).reportStarted},
+	{Route{Method: "POST", Pattern: "/runner/runs/{id}/completed", Roles: runners}, (*server).reportCompleted},
+	{Route{Method: "POST", Pattern: "/runner/runs/{id}/failed", Roles: runners}, (*server).reportFailed},
+	{Route{Method: "POST", Pattern: "/runner/runs/{id}/stopped", Roles: runners}, (*server).reportStopped},
+	{Route{Method: "DELETE", Pattern: "/runner/{id}", Roles: runners}, (*server).deregister},
+}
+
+// Routes returns the API's routes with the roles that may call each, in documentation order.
+func Routes() []Route {
+	out := make([]Route, len(routeTable))
+	for i, rd := range routeTable {
+		out[i] = rd.Route
+		out[i].Roles = slices.Clone(rd.Roles)
+	}
+	return out
+}

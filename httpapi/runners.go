@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"net/http"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// RunnerList is the body of GET /runners.
+type RunnerList struct {
+	Runners []*orchestrator.RunnerInfo `json:"runners"`
+}
+
+func (s *server) listRunners(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.coord.ListRunners(r.Context())
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []*orchestrator.RunnerInfo{}
+	}
+	writeJSON(w, http.StatusOK, RunnerList{list})
+	return nil
+}
+
+// deleteRunner serves DELETE /runners/{id} (admin) and deregister DELETE /runner/{id} (the runner itself):
+// both remove the runner and its blueprints.
+func (s *server) deleteRunner(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.coord.DeregisterRunner(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *server) deregister(w http.ResponseWriter, r *http.Request) error {
+	return s.deleteRunner(w, r)
+}
+
+func (s *server) register(w http.ResponseWriter, r *http.Request) error {
+	var reg orchestrator.RunnerRegistration
+	if err := decodeBody(r, &reg, false); err != nil {
+		return err
+	}
+	out, err := s.coord.RegisterRunner(r.Context(), &reg)
+	if err != nil {
+		return err
+	}
+	if out.Blueprints == nil {
+		out.Blueprints = []orchestrator.RegisteredBlueprint{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// runnerRef is the body of POST /runner/heartbeat.
+type runnerRef struct {
+	RunnerID string `json:"runner_id"`
+}
+
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	var ref runnerRef
+	if err := decodeBody(r, &ref, false); err != nil {
+		return err
+	}
+	if ref.RunnerID == "" {
+		return badBody("runner_id is required")
+	}
+	if err := s.coord.Heartbeat(r.Context(), ref.RunnerID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// pollWork serves GET /runner/runs?runner_id=&max=&wait=: the runner's work ({runs, stop}) as soon as
+// there is some, or 204 No Content when the wait (default Config.PollWait) elapsed with none. max (default
+// 1) is how many runs the runner can take; 0 asks for stop requests only.
+func (s *server) pollWork(w http.ResponseWriter, r *http.Request) error {
+	id := r.URL.Query().Get("runner_id")
+	if id == "" {
+		return badQuery("runner_id is required")
+	}
+	maxRuns, err := queryInt(r, "max", 1, 0, 10000)
+	if err != nil {
+		return err
+	}
+	wait, err := s.queryWait(r, "wait", s.cfg.PollWait)
+	if err != nil {
+		return err
+	}
+	extendWriteDeadline(w, wait)
+	work, err := s.coord.PollWork(r.Context(), orchestrator.PollParams{RunnerID: id, Wait: wait, Max: int(maxRuns)})
+	if err != nil {
+		return err
+	}
+	if work.Empty() {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, work)
+	return nil
+}
+
+// reportBody is the body of POST /runner/runs/{id}/{started,completed,failed,stopped}. The run and the
+// status come from the path; a run_id in the body must agree with it.
+type reportBody struct {
+	RunnerID string               `json:"runner_id"`
+	RunID    string               `json:"run_id,omitempty"`
+	Result   *orchestrator.Result `json:"result,omitempty"`
+	Error    string               `json:"error,omitempty"`
+}
+
+func (s *server) report(w http.ResponseWriter, r *http.Request, status orchestrator.RunStatus) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var b reportBody
+	if err := decodeBody(r, &b, false); err != nil {
+		return err
+	}
+	if b.RunID != "" && b.RunID != id {
+		return badBody("run_id %q in the body does not match run %q in the path", b.RunID, id)
+	}
+	if b.RunnerID == "" {
+		return badBody("runner_id is required")
+	}
+	rep := orchestrator.RunReport{RunnerID: b.RunnerID, RunID: id, Status: status, Result: b.Result, Error: b.Error}
+	if err := s.coord.ReportRun(r.Context(), rep); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *server) reportStarted(w http.ResponseWriter, r *http.Request) error {
+	return s.report(w, r, orchestrator.RunRunning)
+}
+
+func (s *server) reportCompleted(w http.ResponseWriter, r *http.Request) error {
+	return s.report(w, r, orchestrator.RunCompleted)
+}
+
+func (s *server) reportFailed(w http.ResponseWriter, r *http.Request) error {
+	return s.report(w, r, orchestrator.RunFailed)
+}
+
+func (s *server) reportStopped(w http.ResponseWriter, r *http.Request) error {
+	return s.report(w, r, orchestrator.RunStopped)
+}
+
+// reportPath maps a report's status to the last element of its path.
+func reportPath(st orchestrator.RunStatus) (string, bool) {
+	switch st {
+	case orchestrator.RunRunning:
+		return "started", true
+	case orchestrator.RunCompleted, orchestrator.RunFailed, orchestrator.RunStopped:
+		return string(st), true
+	}
+	return "", false
+}
