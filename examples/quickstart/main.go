@@ -1,0 +1,111 @@
+// Command quickstart runs the whole system in one process on the embedded SQLite default: a coordinator
+// serving the HTTP API on 127.0.0.1:8765, a runner with the example blueprints (examples/blueprints), and
+// a sample invocation of the web-crawler agent against a small demo site. Then it keeps serving and prints
+// curl commands to try next. Run it from the repository root:
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/executor/deterministic"
+	"github.com/agentorchestrator/orchestrator/gateway"
+	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8765", "address of the coordinator's HTTP API")
+	db := flag.String("db", "orchestrator.db", "SQLite file")
+	once := flag.Bool("once", false, "exit after the sample invocation instead of serving")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log, *addr, *db, *once); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) error {
+	// The example agents are Go programs: build them and put them on PATH, where blueprints find them.
+	bin, err := os.MkdirTemp("", "orchestrator-quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bin)
+	fmt.Println("building the example agents ...")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/agents/...")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the example agents (run this from the repository root): %v\n%s", err, out)
+	}
+	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	blueprints, err := orchestrator.LoadBlueprints(filepath.Join("examples", "blueprints"))
+	if err != nil {
+		return err
+	}
+
+	store, err := sqlstore.New(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := coord.Start(ctx); err != nil {
+		return err
+	}
+	defer coord.Stop()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w (is another coordinator running? use -addr)", err)
+	}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		served <- httpapi.Serve(serveCtx, ln, httpapi.NewHandler(coord, httpapi.Config{Logger: log}), 5*time.Second, log)
+	}()
+	defer func() { stopServing(); <-served }()
+
+	gw := gateway.New(coord, gateway.Config{Logger: log})
+	defer gw.Close()
+	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+		Coordinator: coord, Blueprints: blueprints, Gateway: gw, Logger: log,
+		Executor: deterministic.New(deterministic.Config{Logger: log}),
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, stopRunner := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- runner.Run(runCtx) }()
+	defer func() { stopRunner(); <-ran }()
+	<-runner.Registered()
+
+	base := "http://" + ln.Addr().String()
+	session, err := sample(ctx, base)
+	if err != nil {
+		return err
+	}
+	if once {
+		return nil
+	}
+	printTryNext(base, session)
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/httpapi"
+)
+
+// demoSite is a tiny website for the sample crawl, so the quickstart needs no network.
+var demoSite = map[string]string{
+	"/":                `<html><head><title>Demo home</title></head><body><a href="/docs/">Docs</a> <a href="/about.html">About</a></body></html>`,
+	"/about.html":      `<html><head><title>About the demo</title></head><body><a href="/">Home</a></body></html>`,
+	"/docs/":           `<html><head><title>Docs index</title></head><body><a href="/docs/start.html">Start</a></body></html>`,
+	"/docs/start.html": `<html><head><title>Getting started</title></head><body><a href="/docs/">Back</a></body></html>`,
+}
+
+// sample crawls the demo site through the HTTP API, as any client would, and prints the result.
+func sample(ctx context.Context, base string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	site := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, ok := demoSite[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, page)
+	})}
+	go site.Serve(ln)
+	defer site.Close()
+
+	client, err := httpapi.NewClient(base, httpapi.ClientConfig{})
+	if err != nil {
+		return "", err
+	}
+	params, _ := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/", "depth": 2})
+	fmt.Printf("\nPOST %s/runs {\"agent_name\":\"web-crawler\",\"mode\":\"sync\",\"parameters\":%s}\n", base, params)
+	res, err := client.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeSync, Parameters: params})
+	if err != nil {
+		return "", err
+	}
+	fmt.Printf("session %s %s\n", res.SessionID, res.Status)
+	if res.Result == nil {
+		return res.SessionID, fmt.Errorf("the sample run ended without a result: %s", res.Error)
+	}
+	var report struct {
+		PagesCrawled int `json:"pages_crawled"`
+		Pages        []struct {
+			URL   string `json:"url"`
+			Title string `json:"title"`
+		} `json:"pages"`
+	}
+	if err := json.Unmarshal(res.Result.ResultData, &report); err != nil {
+		return res.SessionID, fmt.Errorf("the crawler's result_data: %w (error: %s)", err, res.Result.Error)
+	}
+	fmt.Printf("result_data: %d pages crawled\n", report.PagesCrawled)
+	for _, p := range report.Pages {
+		fmt.Printf("  %-45s %s\n", p.URL, p.Title)
+	}
+	return res.SessionID, nil
+}
+
+func printTryNext(base, session string) {
+	fmt.Printf(`
+The coordinator is serving at %[1]s (Ctrl-C stops it). Try:
+
+  # the agents, deterministic ones with their parameters_schema inline
+  curl -s %[1]s/agents
+  curl -s %[1]s/agents/web-crawler/schema
+
+  # start a run (201 with run_id and session_id), then wait for its result
+  curl -s -X POST %[1]s/runs -d '{"agent_name":"file-stats","parameters":{"path":"."}}'
+  curl -s '%[1]s/sessions/SESSION_ID/result?wait=30s'
+
+  # the sample crawl's session, its events (stderr lines as they were streamed), live as Server-Sent Events
+  curl -s %[1]s/sessions/%[2]s
+  curl -s '%[1]s/sessions/%[2]s/events?after=0&limit=100'
+  curl -sN -H 'Accept: text/event-stream' %[1]s/sessions/%[2]s/events
+
+  # invalid parameters: 400 with every error, its path and the schema
+  curl -s -X POST %[1]s/runs -d '{"agent_name":"web-crawler","parameters":{"url":"not-a-url","depth":"deep"}}'
+
+  # deterministic agents cannot be resumed: 400
+  curl -s -X POST %[1]s/runs -d '{"agent_name":"web-crawler","mode":"resume","session_id":"%[2]s"}'
+`, base, session)
+}
