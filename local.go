@@ -40,8 +40,27 @@ type CoordinatorConfig struct {
 	// is declared offline within about half a second of the threshold.
 	SweepInterval time.Duration
 
+	// Retention, when positive, deletes sessions that ended longer ago than this, with their runs, events
+	// and callbacks, in batches. Default: off (keep everything).
+	Retention time.Duration
+
+	// Notifier carries wake-ups between coordinator replicas that share one store, so a runner parked on one
+	// replica is woken by a run created through another. Nil: this coordinator is the only one.
+	Notifier Notifier
+
 	// Limits bound inputs; zero fields take the defaults of [DefaultLimits].
 	Limits Limits
+}
+
+// Notifier carries wake-ups between coordinator replicas sharing a store (on PostgreSQL: LISTEN/NOTIFY).
+// Keys are opaque strings; a wake-up is only a hint to re-read the store, so a lost one delays a waiter
+// until its next timeout but never loses data.
+type Notifier interface {
+	// Notify publishes key to every replica (this one included, or not: both are fine). It must not block;
+	// implementations queue and batch.
+	Notify(key string)
+	// Listen delivers keys published by any replica until ctx ends.
+	Listen(ctx context.Context, deliver func(key string)) error
 }
 
 // Limits bound what callers and executors may send. Exceeding one is an [ErrTooLarge] or [ErrInvalid] error.
@@ -163,11 +182,43 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
 	c.stopped = make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
-		defer close(c.stopped)
+		defer wg.Done()
 		c.sweepLoop(ctx)
 	}()
+	if c.cfg.Notifier != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				err := c.cfg.Notifier.Listen(ctx, c.notify.notify)
+				if ctx.Err() != nil {
+					return
+				}
+				c.log.Warn("notifier stopped listening; restarting", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(c.stopped)
+	}()
 	return nil
+}
+
+// wake tells goroutines parked on key — here, and on other replicas when a Notifier is configured — that
+// what they wait for may have happened.
+func (c *LocalCoordinator) wake(key string) {
+	c.notify.notify(key)
+	if c.cfg.Notifier != nil {
+		c.cfg.Notifier.Notify(key)
+	}
 }
 
 // Stop ends the background sweeps and waits for them to return. Parked polls and waits are not affected:

@@ -86,7 +86,7 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 	c.log.Info("runner registered", "runner_id", id, "hostname", reg.Hostname, "project_dir", reg.ProjectDir,
 		"blueprints", len(names), "failed_runs", len(fx.ended))
 	// Runs may have been waiting for exactly this runner.
-	c.notify.notify(anyRunnerKey)
+	c.wake(anyRunnerKey)
 	return &Registration{
 		RunnerID:                 id,
 		Blueprints:               names,
@@ -360,8 +360,8 @@ func (c *LocalCoordinator) reportStarted(ctx context.Context, rep RunReport) err
 		return c.explainReport(ctx, rep, err)
 	}
 	if err == nil {
-		c.notify.notify(eventsKey(sessionID))
-		c.notify.notify(sessionKey(sessionID))
+		c.wake(eventsKey(sessionID))
+		c.wake(sessionKey(sessionID))
 	}
 	return err
 }

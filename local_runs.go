@@ -33,18 +33,18 @@ func (c *LocalCoordinator) apply(fx *effects) {
 		return
 	}
 	for _, id := range fx.ended {
-		c.notify.notify(sessionKey(id))
-		c.notify.notify(eventsKey(id))
+		c.wake(sessionKey(id))
+		c.wake(eventsKey(id))
 	}
 	for _, id := range fx.changed {
-		c.notify.notify(sessionKey(id))
-		c.notify.notify(eventsKey(id))
+		c.wake(sessionKey(id))
+		c.wake(eventsKey(id))
 	}
 	for _, id := range fx.wakeRunners {
-		c.notify.notify(runnerKey(id))
+		c.wake(runnerKey(id))
 	}
 	if fx.wakeAll {
-		c.notify.notify(anyRunnerKey)
+		c.wake(anyRunnerKey)
 	}
 }
 
@@ -670,7 +670,7 @@ func (c *LocalCoordinator) StopRun(ctx context.Context, id string) (*Run, error)
 			if err != nil && !errors.Is(err, ErrConflict) {
 				return nil, err
 			}
-			c.notify.notify(runnerKey(run.RunnerID))
+			c.wake(runnerKey(run.RunnerID))
 		}
 	}
 	return c.GetRun(ctx, id)

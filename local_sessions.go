@@ -95,8 +95,8 @@ func (c *LocalCoordinator) DeleteSession(ctx context.Context, id string) error {
 		return tx.DeleteSession(ctx, id)
 	})
 	if err == nil {
-		c.notify.notify(sessionKey(id))
-		c.notify.notify(eventsKey(id))
+		c.wake(sessionKey(id))
+		c.wake(eventsKey(id))
 	}
 	return err
 }
@@ -203,6 +203,6 @@ func (c *LocalCoordinator) AppendEvents(ctx context.Context, sessionID string, e
 	if err != nil {
 		return nil, err
 	}
-	c.notify.notify(eventsKey(sessionID))
+	c.wake(eventsKey(sessionID))
 	return out, nil
 }

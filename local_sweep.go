@@ -25,7 +25,8 @@ func (c *LocalCoordinator) sweepLoop(ctx context.Context) {
 }
 
 // Sweep runs the periodic checks once: runner liveness (online → stale → offline), pending runs that no
-// live runner can take, and — when full is set — callbacks that are due but were not delivered. Errors are
+// live runner can take, and — when full is set — callbacks that are due but were not delivered, and
+// retention. Errors are
 // logged; the next sweep tries again. Start calls it periodically; tests may call it directly.
 func (c *LocalCoordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepRunners(ctx); err != nil && ctx.Err() == nil {
@@ -37,6 +38,9 @@ func (c *LocalCoordinator) Sweep(ctx context.Context, full bool) {
 	if full {
 		if err := c.sweepCallbacks(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("callback sweep", "err", err)
+		}
+		if err := c.sweepRetention(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("retention sweep", "err", err)
 		}
 	}
 }
@@ -126,6 +130,33 @@ func (c *LocalCoordinator) sweepCallbacks(ctx context.Context) error {
 			return err
 		}
 		c.apply(fx)
+	}
+	return nil
+}
+
+// retentionBatch is how many sessions one retention delete removes; small batches keep each transaction
+// short, so runs and reports are never held up behind a large delete.
+const retentionBatch = 500
+
+// sweepRetention deletes sessions that ended longer ago than Retention, batch by batch.
+func (c *LocalCoordinator) sweepRetention(ctx context.Context) error {
+	if c.cfg.Retention <= 0 {
+		return nil
+	}
+	before := Now().Add(-c.cfg.Retention)
+	total := 0
+	for ctx.Err() == nil {
+		n, err := c.store.DeleteEndedSessions(ctx, before, retentionBatch)
+		total += n
+		if err != nil {
+			return err
+		}
+		if n < retentionBatch {
+			break
+		}
+	}
+	if total > 0 {
+		c.log.Info("retention deleted ended sessions", "sessions", total, "ended_before", before)
 	}
 	return nil
 }

@@ -58,6 +58,9 @@ type Store interface {
 	UpdateSession(ctx context.Context, id string, from []SessionStatus, u SessionUpdate) (*Session, error)
 	// DeleteSession deletes the session with its runs, events and callbacks (as parent or child).
 	DeleteSession(ctx context.Context, id string) error
+	// DeleteEndedSessions deletes up to limit sessions that ended (completed, failed or stopped) before
+	// before, each with its runs, events and callbacks, and returns how many it deleted (retention).
+	DeleteEndedSessions(ctx context.Context, before time.Time, limit int) (int, error)
 
 	CreateRun(ctx context.Context, r *Run) error
 	GetRun(ctx context.Context, id string) (*Run, error)

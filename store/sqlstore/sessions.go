@@ -159,3 +159,31 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		return deleted(res, err, "session", id)
 	})
 }
+
+// DeleteEndedSessions deletes up to limit sessions that ended before the given time, oldest first, each
+// with its runs, tags, events and callbacks, in one transaction.
+func (s *Store) DeleteEndedSessions(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
+		n = 0
+		var ids []string
+		err := tx.w.NewSelect().Model((*sessionRow)(nil)).Column("id").
+			Where("status IN (?)", bun.In([]string{string(orchestrator.SessionCompleted), string(orchestrator.SessionFailed), string(orchestrator.SessionStopped)})).
+			Where("ended_at IS NOT NULL AND ended_at < ?", utc(before)).
+			OrderExpr("ended_at, id").Limit(int64(limit)).Scan(ctx, &ids)
+		if err != nil {
+			return wrap(err, "ended sessions", "")
+		}
+		for _, id := range ids {
+			if err := tx.DeleteSession(ctx, id); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
