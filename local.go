@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -43,6 +44,17 @@ type CoordinatorConfig struct {
 	// Retention, when positive, deletes sessions that ended longer ago than this, with their runs, events
 	// and callbacks, in batches. Default: off (keep everything).
 	Retention time.Duration
+
+	// WebhookSecret signs the deliveries to runs' callback_url (HMAC-SHA256, see [SignWebhook]). Runs
+	// with a callback_url are refused while it is empty: an unsigned callback could be forged by anyone.
+	WebhookSecret []byte
+	// WebhookClient makes webhook deliveries. Default: an http.Client without redirects.
+	WebhookClient *http.Client
+	// WebhookTimeout bounds one delivery attempt. Default 10s.
+	WebhookTimeout time.Duration
+	// WebhookMaxAttempts is how many times a delivery is tried before it is given up (retries back off
+	// exponentially from 1s to 10 minutes). Default 12.
+	WebhookMaxAttempts int
 
 	// Notifier carries wake-ups between coordinator replicas that share one store, so a runner parked on one
 	// replica is woken by a run created through another. Nil: this coordinator is the only one.
@@ -123,6 +135,8 @@ type LocalCoordinator struct {
 	limits  Limits
 	schemas *SchemaCache
 	notify  *notifier
+	// webhookKick wakes the webhook deliverer when this coordinator queued a delivery.
+	webhookKick chan struct{}
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -150,6 +164,13 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 	def(&cfg.StopResend, 10*time.Second)
 	def(&cfg.SweepInterval, 500*time.Millisecond)
 	def(&cfg.RedeliverAfter, 15*time.Second)
+	def(&cfg.WebhookTimeout, 10*time.Second)
+	if cfg.WebhookMaxAttempts <= 0 {
+		cfg.WebhookMaxAttempts = 12
+	}
+	if cfg.WebhookClient == nil {
+		cfg.WebhookClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
 	if cfg.StaleAfter > cfg.OfflineAfter {
 		return nil, fmt.Errorf("orchestrator: StaleAfter (%s) must not exceed OfflineAfter (%s)", cfg.StaleAfter, cfg.OfflineAfter)
 	}
@@ -163,6 +184,8 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 		limits:  cfg.Limits.withDefaults(),
 		schemas: NewSchemaCache(1024),
 		notify:  newNotifier(),
+
+		webhookKick: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -183,11 +206,8 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 	c.cancel = cancel
 	c.stopped = make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.sweepLoop(ctx)
-	}()
+	wg.Go(func() { c.sweepLoop(ctx) })
+	wg.Go(func() { c.webhookLoop(ctx) })
 	if c.cfg.Notifier != nil {
 		wg.Add(1)
 		go func() {

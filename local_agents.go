@@ -155,3 +155,39 @@ func (c *LocalCoordinator) checkSchemaSizes(b *Blueprint) error {
 	}
 	return nil
 }
+
+// PutAgents creates or replaces registry agents from blueprints — a coordinator's -agents-dir at start
+// (see [LoadAgentBlueprints]). Agents not in the list are left alone. A name owned by a runner is an
+// error; nothing is changed unless every blueprint is accepted.
+func (c *LocalCoordinator) PutAgents(ctx context.Context, blueprints []*Blueprint) error {
+	checked := make([]*Blueprint, 0, len(blueprints))
+	for _, b := range blueprints {
+		nb, err := c.checkRegistryBlueprint(b)
+		if err != nil {
+			return err
+		}
+		checked = append(checked, nb)
+	}
+	return c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		now := Now()
+		for _, b := range checked {
+			a, err := tx.GetAgent(ctx, b.Name)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				if err := tx.CreateAgent(ctx, &Agent{Name: b.Name, Blueprint: b, CreatedAt: now, UpdatedAt: now}); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			case a.RunnerID != "":
+				return Errorf(ErrConflict, "agent_owned_by_runner", "agent %q belongs to runner %s", b.Name, a.RunnerID)
+			default:
+				a.Blueprint, a.UpdatedAt = b, now
+				if err := tx.UpdateAgent(ctx, a); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

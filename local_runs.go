@@ -18,6 +18,7 @@ type effects struct {
 	changed     []string // sessions with new events or status
 	wakeRunners []string // runners that have new work pinned to them
 	wakeAll     bool     // unpinned work that any runner may take
+	webhooks    bool     // webhook deliveries were queued
 }
 
 func (fx *effects) wakeFor(r *Run) {
@@ -45,6 +46,9 @@ func (c *LocalCoordinator) apply(fx *effects) {
 	}
 	if fx.wakeAll {
 		c.wake(anyRunnerKey)
+	}
+	if fx.webhooks {
+		c.kickWebhooks()
 	}
 }
 
@@ -164,6 +168,10 @@ func (c *LocalCoordinator) checkRunInputs(p *StartRunParams) error {
 		u, err := url.Parse(p.CallbackURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(p.CallbackURL) > 2048 {
 			return Errorf(ErrInvalid, "invalid_request", "callback_url must be an absolute http or https URL")
+		}
+		if len(c.cfg.WebhookSecret) == 0 {
+			return Errorf(ErrInvalid, "callback_url_unavailable",
+				"callback_url needs a webhook secret configured on the coordinator, to sign the deliveries")
 		}
 	}
 	if len(p.ProjectDir) > 4096 || strings.ContainsRune(p.ProjectDir, 0) {
@@ -460,6 +468,11 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 		return err
 	}
 	fx.ended = append(fx.ended, s.ID)
+	if run.CallbackURL != "" {
+		if err := c.queueWebhook(ctx, tx, fx, run, s); err != nil {
+			return err
+		}
+	}
 	if s.Callback && s.ParentSessionID != "" && s.ParentSessionID != s.ID {
 		cb := &Callback{
 			ID:              NewID(CallbackPrefix),

@@ -604,3 +604,35 @@ func TestConcurrentPollersNeverShareARun(t *testing.T) {
 		t.Errorf("claimed %d runs, want %d", len(seen), n)
 	}
 }
+
+func TestPutAgents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	register(t, c, "host-a", crawler())
+	bps := []*orchestrator.Blueprint{
+		{Name: "researcher", Description: "v1", SystemPrompt: "You research."},
+		{Name: "reviewer", Description: "Reviews code"},
+	}
+	if err := c.PutAgents(ctx, bps); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutAgents(ctx, []*orchestrator.Blueprint{{Name: "researcher", Description: "v2"}}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.GetAgent(ctx, "researcher")
+	if err != nil || info.Description != "v2" || info.Type != orchestrator.AgentTypeAgent {
+		t.Errorf("researcher after update = %+v %v, want description v2, type agent", info, err)
+	}
+	// All or nothing: a runner's name in the list changes nothing.
+	err = c.PutAgents(ctx, []*orchestrator.Blueprint{{Name: "reviewer", Description: "v9"}, {Name: "web-crawler"}})
+	if orchestrator.ErrorCode(err) != "agent_owned_by_runner" {
+		t.Errorf("PutAgents over a runner's agent: %v, want agent_owned_by_runner", err)
+	}
+	if info, _ := c.GetAgent(ctx, "reviewer"); info.Description != "Reviews code" {
+		t.Errorf("a rejected PutAgents changed reviewer to %q", info.Description)
+	}
+	if err := c.PutAgents(ctx, []*orchestrator.Blueprint{{Name: "bad", Type: orchestrator.AgentTypeDeterministic, Command: "x"}}); !errors.Is(err, orchestrator.ErrInvalid) {
+		t.Errorf("PutAgents of a deterministic blueprint: %v, want ErrInvalid", err)
+	}
+}

@@ -91,6 +91,16 @@ type Store interface {
 	// delivered, and returns how many it marked.
 	MarkCallbacksDelivered(ctx context.Context, ids []string, runID string, at time.Time) (int, error)
 
+	// CreateWebhook records a webhook delivery to make.
+	CreateWebhook(ctx context.Context, w *Webhook) error
+	// ClaimWebhooks leases up to limit pending webhooks that are due (NextAttemptAt not after now), oldest
+	// due first: it moves their NextAttemptAt to leaseUntil, so no other coordinator replica takes them
+	// while this one delivers, and returns them.
+	ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*Webhook, error)
+	// UpdateWebhook records the outcome of a delivery attempt: Status, Attempts, NextAttemptAt, LastError
+	// and DeliveredAt of w.
+	UpdateWebhook(ctx context.Context, w *Webhook) error
+
 	// Close releases the store's resources.
 	Close() error
 }

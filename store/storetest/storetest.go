@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Claim", testClaim},
 		{"Events", testEvents},
 		{"Callbacks", testCallbacks},
+		{"Webhooks", testWebhooks},
 		{"Tx", testTx},
 		{"Times", testTimes},
 	}
