@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,4 +239,34 @@ func (c *SchemaCache) Len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.entries)
+}
+
+// MarshalJSON renders the error as the body the HTTP API answers and the MCP server returns (seed 001 §6):
+// {"error": "parameter_validation_failed", "message": …, "agent_name": …, "validation_errors": [{path,
+// message, schema_path}], "parameters_schema": …}; for an output, "output_validation_failed" and
+// "output_schema".
+func (e *ValidationError) MarshalJSON() ([]byte, error) {
+	errs := e.Errors
+	if errs == nil {
+		errs = []FieldError{}
+	}
+	schema := e.Schema
+	if len(bytes.TrimSpace(schema)) == 0 || !json.Valid(schema) {
+		schema = json.RawMessage("null")
+	}
+	type body struct {
+		Error            string          `json:"error"`
+		Message          string          `json:"message"`
+		AgentName        string          `json:"agent_name"`
+		ValidationErrors []FieldError    `json:"validation_errors"`
+		ParametersSchema json.RawMessage `json:"parameters_schema,omitempty"`
+		OutputSchema     json.RawMessage `json:"output_schema,omitempty"`
+	}
+	b := body{Error: e.Code(), Message: e.Summary(), AgentName: e.AgentName, ValidationErrors: errs}
+	if e.Output {
+		b.OutputSchema = schema
+	} else {
+		b.ParametersSchema = schema
+	}
+	return json.Marshal(b)
 }

@@ -70,7 +70,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	var ve *orchestrator.ValidationError
 	if errors.As(err, &ve) {
-		writeJSON(w, http.StatusBadRequest, validationBody(ve))
+		writeJSON(w, http.StatusBadRequest, ve) // ValidationError marshals to the seed's body
 		return
 	}
 	status := StatusCode(err)
@@ -133,39 +133,6 @@ func writeErrorStatus(w http.ResponseWriter, status int, code, msg string, detai
 func writeValue(buf *bytes.Buffer, v any) {
 	b, _ := json.Marshal(v)
 	buf.Write(b)
-}
-
-// parameterErrorBody is seed 001 §6's body, field for field and in its order.
-type parameterErrorBody struct {
-	Error            string                    `json:"error"`
-	Message          string                    `json:"message"`
-	AgentName        string                    `json:"agent_name"`
-	ValidationErrors []orchestrator.FieldError `json:"validation_errors"`
-	ParametersSchema json.RawMessage           `json:"parameters_schema"`
-}
-
-// outputErrorBody is the same shape for an output that does not match its output_schema.
-type outputErrorBody struct {
-	Error            string                    `json:"error"`
-	Message          string                    `json:"message"`
-	AgentName        string                    `json:"agent_name"`
-	ValidationErrors []orchestrator.FieldError `json:"validation_errors"`
-	OutputSchema     json.RawMessage           `json:"output_schema"`
-}
-
-func validationBody(ve *orchestrator.ValidationError) any {
-	errs := ve.Errors
-	if errs == nil {
-		errs = []orchestrator.FieldError{}
-	}
-	schema := ve.Schema
-	if len(bytes.TrimSpace(schema)) == 0 || !json.Valid(schema) {
-		schema = json.RawMessage("null")
-	}
-	if ve.Output {
-		return outputErrorBody{ve.Code(), ve.Summary(), ve.AgentName, errs, schema}
-	}
-	return parameterErrorBody{ve.Code(), ve.Summary(), ve.AgentName, errs, schema}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

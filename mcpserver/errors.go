@@ -1,0 +1,122 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// fixParametersHint follows a parameter validation error: the model's cue to correct itself.
+const fixParametersHint = "The parameters do not match the agent's parameters_schema. Each entry of validation_errors " +
+	"names the JSON path of a wrong value ($ is the parameters object itself) and what is wrong with it; " +
+	"parameters_schema is the full schema. Fix the parameters to match it and call the tool again."
+
+// hints are the next step suggested after an error, by code.
+var hints = map[string]string{
+	"output_validation_failed":  "The agent's output does not match the output_schema; see validation_errors.",
+	"agent_not_found":           "Call list_agent_blueprints to see the agents you can start, and use one of their names.",
+	"session_not_found":         "Check the session_id; list_agent_sessions lists the sessions.",
+	"parent_session_not_found":  "The calling session (X-Agent-Session-Id) is unknown to the coordinator; use mode sync or async_poll.",
+	"resume_not_supported":      "Deterministic agents cannot be resumed: start a new session with start_agent_session instead.",
+	"session_busy":              "The session is still running. Wait for it with get_agent_session_result (wait_seconds), then resume it.",
+	"callback_to_deterministic": "Use mode sync (or async_poll) to start agents from a deterministic session.",
+	"agent_disabled":            "This agent is disabled; choose another one from list_agent_blueprints.",
+	"invalid_schema":            "The output_schema is not a valid JSON Schema; fix it or leave it out.",
+	"demands_conflict":          "The run's demands contradict each other (check project_dir against X-Additional-Demands).",
+}
+
+// toolError renders err as a tool error (IsError): the model sees it and can act on it, where a protocol
+// error would only break the call. The first text block and the structured content hold the HTTP API's
+// JSON error body; a second text block says what to do next.
+func (s *server) toolError(err error) *mcp.CallToolResult {
+	var body json.RawMessage
+	hint := ""
+	var ve *orchestrator.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		body = validationBody(ve)
+		hint = hints[ve.Code()]
+		if !ve.Output {
+			hint = fixParametersHint
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		body = errorBody("timeout", "the call timed out: "+err.Error(), nil)
+	case errors.Is(err, context.Canceled):
+		body = errorBody("canceled", "the call was canceled", nil)
+	default:
+		code := orchestrator.ErrorCode(err)
+		var e *orchestrator.Error
+		switch {
+		case errors.As(err, &e):
+			body = errorBody(code, e.Error(), e.Details)
+		case code != "internal_error":
+			body = errorBody(code, err.Error(), nil)
+		default:
+			// An unexpected failure (the store, a bug): logged in full, reported without internals.
+			s.log.Error("mcp tool call failed", "err", err)
+			body = errorBody("internal_error", "internal error: the coordinator could not complete the call; try again later", nil)
+		}
+		hint = hints[code]
+		if hint == "" && errors.Is(err, orchestrator.ErrInvalid) {
+			hint = "Correct the arguments and call the tool again."
+		}
+	}
+	res := &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+		StructuredContent: body,
+	}
+	if hint != "" {
+		res.Content = append(res.Content, &mcp.TextContent{Text: hint})
+	}
+	return res
+}
+
+// validationBody is the HTTP API's body for a validation error (ValidationError marshals to it).
+func validationBody(ve *orchestrator.ValidationError) json.RawMessage {
+	b, err := json.Marshal(ve)
+	if err != nil {
+		return errorBody(ve.Code(), ve.Error(), nil)
+	}
+	return b
+}
+
+// errorBody writes {"error": code, "message": msg, …details} with details in key order (they never
+// override the first two), as the HTTP API does.
+func errorBody(code, msg string, details map[string]any) json.RawMessage {
+	var buf bytes.Buffer
+	buf.WriteString(`{"error":`)
+	writeValue(&buf, code)
+	buf.WriteString(`,"message":`)
+	writeValue(&buf, msg)
+	keys := make([]string, 0, len(details))
+	for k := range details {
+		if k != "error" && k != "message" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b, err := json.Marshal(details[k])
+		if err != nil {
+			continue
+		}
+		buf.WriteByte(',')
+		writeValue(&buf, k)
+		buf.WriteByte(':')
+		buf.Write(b)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+func writeValue(buf *bytes.Buffer, v any) {
+	b, _ := json.Marshal(v)
+	buf.Write(b)
+}
