@@ -50,6 +50,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxWait caps the wait of long polls. Default: httpapi's default (5m).
 	MaxWait time.Duration
+	// MCP, when set, builds the MCP handler served at /mcp over the gateway's run-scoped Coordinator
+	// (mcpserver.NewHandler fits), so an AI agent's MCP calls start children as its own session's, with
+	// its run's token. Unset, /mcp is 404.
+	MCP func(orchestrator.Coordinator) http.Handler
 	// Logger receives the gateway's errors. Default: discard.
 	Logger *slog.Logger
 }
@@ -82,11 +86,17 @@ func New(coord orchestrator.Coordinator, cfg Config) *Gateway {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{coord: coord, cfg: cfg, log: cfg.Logger, grants: map[[sha256.Size]byte]*grant{}}
-	g.handler = httpapi.NewHandler(&scoped{inner: coord}, httpapi.Config{
+	sc := &scoped{inner: coord}
+	var mcp http.Handler
+	if cfg.MCP != nil {
+		mcp = cfg.MCP(sc)
+	}
+	g.handler = httpapi.NewHandler(sc, httpapi.Config{
 		Authenticator: g,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		MaxWait:       cfg.MaxWait,
 		Logger:        cfg.Logger,
+		MCP:           mcp,
 	})
 	return g
 }
@@ -198,6 +208,9 @@ var allowed = map[string]bool{
 	"GET /sessions/{id}/events/stream": true,
 	"POST /sessions/{id}/events":       true,
 	"GET /health":                      true,
+	"POST /mcp":                        true,
+	"GET /mcp":                         true,
+	"DELETE /mcp":                      true,
 }
 
 // Routes returns the coordinator routes the gateway serves.

@@ -33,6 +33,10 @@ type Config struct {
 	PollWait time.Duration
 	// Heartbeat is how often an idle event stream gets a ": heartbeat" comment. Default 15s.
 	Heartbeat time.Duration
+	// MCP, when set, serves /mcp (an MCP streamable-HTTP handler, such as mcpserver.NewHandler) behind the
+	// same authentication as the API: roles client and runner. Unset, /mcp is 404. It is a handler rather
+	// than a dependency so that this package does not pull in the MCP SDK.
+	MCP http.Handler
 	// Logger receives server errors (5xx) and panics. Default: discard.
 	Logger *slog.Logger
 }
@@ -177,4 +181,15 @@ func extendWriteDeadline(w http.ResponseWriter, wait time.Duration) {
 // isGone reports whether err is only the caller having gone away (nothing left to answer).
 func isGone(r *http.Request, err error) bool {
 	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// mcp hands /mcp to the configured MCP handler. Tool calls may wait as long as a sync session runs, so
+// the write deadline is lifted.
+func (s *server) mcp(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.MCP == nil {
+		return orchestrator.Errorf(orchestrator.ErrNotFound, "mcp_not_enabled", "this coordinator does not serve MCP")
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	s.cfg.MCP.ServeHTTP(w, r)
+	return nil
 }

@@ -68,6 +68,11 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events/stream", Roles: clientsRunners, LongPoll: true}, (*server).streamEvents},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},
 
+	// MCP over streamable HTTP (Config.MCP): POST carries calls, GET a stream, DELETE ends a session.
+	{Route{Method: "POST", Pattern: "/mcp", Roles: clientsRunners, LongPoll: true}, (*server).mcp},
+	{Route{Method: "GET", Pattern: "/mcp", Roles: clientsRunners, LongPoll: true}, (*server).mcp},
+	{Route{Method: "DELETE", Pattern: "/mcp", Roles: clientsRunners}, (*server).mcp},
+
 	{Route{Method: "GET", Pattern: "/runners", Roles: adminOnly}, (*server).listRunners},
 	{Route{Method: "DELETE", Pattern: "/runners/{id}", Roles: adminOnly}, (*server).deleteRunner},
 

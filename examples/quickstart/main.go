@@ -23,6 +23,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -77,8 +78,9 @@ func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) erro
 	}
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served := make(chan error, 1)
+	api := httpapi.NewHandler(coord, httpapi.Config{Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})})
 	go func() {
-		served <- httpapi.Serve(serveCtx, ln, httpapi.NewHandler(coord, httpapi.Config{Logger: log}), 5*time.Second, log)
+		served <- httpapi.Serve(serveCtx, ln, api, 5*time.Second, log)
 	}()
 	defer func() { stopServing(); <-served }()
 

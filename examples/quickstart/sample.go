@@ -91,5 +91,8 @@ The coordinator is serving at %[1]s (Ctrl-C stops it). Try:
 
   # deterministic agents cannot be resumed: 400
   curl -s -X POST %[1]s/runs -d '{"agent_name":"web-crawler","mode":"resume","session_id":"%[2]s"}'
+
+  # AI agents reach the same tools over MCP (Claude Code):
+  claude mcp add --transport http orchestrator %[1]s/mcp
 `, base, session)
 }
