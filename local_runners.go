@@ -57,7 +57,7 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 			return err
 		}
 		for _, r := range held {
-			if err := c.finishRun(ctx, tx, fx, r, "", RunFailed, nil, "Runner restarted during execution"); err != nil {
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", RunFailed, nil, "Runner restarted during execution"); err != nil {
 				return err
 			}
 		}
@@ -304,7 +304,7 @@ func (c *LocalCoordinator) failRun(ctx context.Context, run *Run, msg string) er
 	fx := &effects{}
 	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 		*fx = effects{}
-		return c.finishRun(ctx, tx, fx, run, "", RunFailed, nil, msg)
+		return c.finishRun(ctx, tx, fx, run.ID, "", RunFailed, nil, msg)
 	})
 	if errors.Is(err, ErrConflict) {
 		return nil // it ended some other way meanwhile
@@ -370,11 +370,7 @@ func (c *LocalCoordinator) reportEnded(ctx context.Context, rep RunReport) error
 	fx := &effects{}
 	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 		*fx = effects{}
-		run, err := tx.GetRun(ctx, rep.RunID)
-		if err != nil {
-			return err
-		}
-		return c.finishRun(ctx, tx, fx, run, rep.RunnerID, rep.Status, rep.Result, rep.Error)
+		return c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error)
 	})
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
 		return c.explainReport(ctx, rep, err)
@@ -442,12 +438,12 @@ func (c *LocalCoordinator) retireRunner(ctx context.Context, runnerID string, fr
 			return err
 		}
 		for _, r := range held {
-			if err := c.finishRun(ctx, tx, fx, r, "", RunFailed, nil, msg); err != nil {
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", RunFailed, nil, msg); err != nil {
 				return err
 			}
 		}
 		for _, r := range pinned {
-			if err := c.finishRun(ctx, tx, fx, r, "", RunFailed, nil,
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", RunFailed, nil,
 				fmt.Sprintf("runner %s, which owns agent %q, went offline before the run started", runnerID, r.AgentName)); err != nil {
 				return err
 			}

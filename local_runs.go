@@ -410,7 +410,7 @@ func (c *LocalCoordinator) queueResume(ctx context.Context, tx Store, s *Session
 // given, so only the runner that holds it can end it). It records the session's result — the reported
 // one, else the newest result event of the run, else its last assistant message — appends the result and
 // run_ended events, and records and delivers callbacks.
-func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects, run *Run, runnerID string, status RunStatus, res *Result, errMsg string) error {
+func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects, runID, runnerID string, status RunStatus, res *Result, errMsg string) error {
 	now := Now()
 	if errMsg == "" && res != nil && status != RunCompleted {
 		errMsg = res.Error
@@ -424,20 +424,16 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 	if status == RunCompleted {
 		errMsg = ""
 	}
-	run, err := tx.UpdateRun(ctx, run.ID, RunStatusesBefore(status), runnerID, RunUpdate{
+	run, err := tx.UpdateRun(ctx, runID, RunStatusesBefore(status), runnerID, RunUpdate{
 		Status: &status, Error: &errMsg, EndedAt: &now,
 	})
-	if err != nil {
-		return err
-	}
-	s, err := tx.GetSession(ctx, run.SessionID)
 	if err != nil {
 		return err
 	}
 	var events []*Event
 	fromEvent := false
 	if res == nil {
-		res, fromEvent, err = c.deriveResult(ctx, tx, s, run)
+		res, fromEvent, err = c.deriveResult(ctx, tx, run)
 		if err != nil {
 			return err
 		}
@@ -446,7 +442,7 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 		res = &Result{}
 	}
 	if res.ResultType == "" {
-		res.ResultType = string(s.AgentType)
+		res.ResultType = string(run.AgentType)
 	}
 	if status != RunCompleted && res.Error == "" {
 		res.Error = errMsg
@@ -458,7 +454,7 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 		"run_id": run.ID, "status": status, "error": errMsg,
 	}))
 	sessionStatus := SessionStatus(status)
-	s, err = tx.UpdateSession(ctx, s.ID, []SessionStatus{SessionPending, SessionRunning}, SessionUpdate{
+	s, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending, SessionRunning}, SessionUpdate{
 		Status: &sessionStatus, Result: res, Error: &errMsg, EndedAt: &now, UpdatedAt: now,
 	})
 	if err != nil {
@@ -490,27 +486,30 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 			return err
 		}
 	}
-	// Callbacks that arrived while this session ran are delivered now, however the run ended.
+	// Callbacks that arrived while this session ran are delivered now, however the run ended. Only AI
+	// sessions receive callbacks (checkParent), so deterministic ones spare the lookup.
+	if s.AgentType != AgentTypeAgent {
+		return nil
+	}
 	return c.deliverCallbacks(ctx, tx, fx, s.ID)
 }
 
 // deriveResult finds the result of a run that was reported without one: the newest result event the run
-// wrote (through the gateway), else its last assistant message.
-func (c *LocalCoordinator) deriveResult(ctx context.Context, tx Store, s *Session, run *Run) (*Result, bool, error) {
-	start, err := tx.LastEvent(ctx, s.ID, []string{EventRunStarted}, 0)
-	if errors.Is(err, ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
+// wrote (through the gateway), else its last assistant message. The run's events are those after the
+// previous run's run_ended marker (its own is not written yet): its executor may write before the
+// runner's started report lands.
+func (c *LocalCoordinator) deriveResult(ctx context.Context, tx Store, run *Run) (*Result, bool, error) {
+	sessionID := run.SessionID
+	var since int64
+	prev, err := tx.LastEvent(ctx, sessionID, []string{EventRunEnded}, 0)
+	switch {
+	case err == nil:
+		since = prev.Seq
+	case !errors.Is(err, ErrNotFound):
 		return nil, false, err
 	}
-	var marker struct {
-		RunID string `json:"run_id"`
-	}
-	if start.DecodeData(&marker) != nil || marker.RunID != run.ID {
-		return nil, false, nil // the run never started, so it wrote nothing
-	}
-	ev, err := tx.LastEvent(ctx, s.ID, []string{EventResult, EventMessage}, start.Seq)
+	start := &Event{Seq: since}
+	ev, err := tx.LastEvent(ctx, sessionID, []string{EventResult, EventMessage}, start.Seq)
 	if errors.Is(err, ErrNotFound) {
 		return nil, false, nil
 	}
@@ -524,7 +523,7 @@ func (c *LocalCoordinator) deriveResult(ctx context.Context, tx Store, s *Sessio
 		}
 	}
 	// The newest event is a message; a result event may still precede it.
-	if rev, err := tx.LastEvent(ctx, s.ID, []string{EventResult}, start.Seq); err == nil {
+	if rev, err := tx.LastEvent(ctx, sessionID, []string{EventResult}, start.Seq); err == nil {
 		var r Result
 		if err := rev.DecodeData(&r); err == nil {
 			return &r, true, nil
@@ -537,7 +536,7 @@ func (c *LocalCoordinator) deriveResult(ctx context.Context, tx Store, s *Sessio
 	if ev.DecodeData(&msg) != nil || msg.Role != "assistant" {
 		return nil, false, nil
 	}
-	return &Result{ResultType: string(s.AgentType), ResultText: MessageText(msg.Content)}, false, nil
+	return &Result{ResultType: string(run.AgentType), ResultText: MessageText(msg.Content)}, false, nil
 }
 
 // MessageText extracts the text of a message's content: a string, or the text blocks of a content array
@@ -667,7 +666,7 @@ func (c *LocalCoordinator) StopRun(ctx context.Context, id string) (*Run, error)
 		fx := &effects{}
 		err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 			*fx = effects{}
-			return c.finishRun(ctx, tx, fx, run, "", RunStopped, nil, "stopped before it started")
+			return c.finishRun(ctx, tx, fx, run.ID, "", RunStopped, nil, "stopped before it started")
 		})
 		if errors.Is(err, ErrConflict) {
 			return c.StopRun(ctx, id) // it was claimed meanwhile: ask its runner

@@ -79,6 +79,8 @@ type Runner struct {
 	registered chan struct{} // closed after the first successful registration
 	regOnce    sync.Once
 	reRegister chan struct{}
+	// gen counts successful registrations: a 404 answered to a call made under an older one is stale.
+	gen uint64
 }
 
 type activeRun struct {
@@ -192,7 +194,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	runsCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 
-	hbCtx, stopHB := context.WithCancel(ctx)
+	// Heartbeats go on until the runner has deregistered: during the shutdown grace it is still alive.
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
@@ -218,7 +221,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		free := r.cfg.MaxConcurrent - len(r.active)
 		pollCtx, cancel := context.WithCancel(ctx)
 		r.cancelPoll, r.pollIsStops = cancel, free == 0
-		id := r.runnerID
+		id, gen := r.runnerID, r.gen
 		r.mu.Unlock()
 
 		work, err := r.co.PollWork(pollCtx, PollParams{RunnerID: id, Wait: pollWait, Max: free})
@@ -231,6 +234,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		case slotFreed:
 			continue
 		case errors.Is(err, ErrNotFound):
+			r.mu.Lock()
+			stale := gen != r.gen
+			r.mu.Unlock()
+			if stale {
+				continue // the runner registered again since this poll was sent
+			}
 			r.log.Warn("coordinator does not know this runner; registering again", "runner_id", id)
 			r.abandonAll()
 			_, _ = r.register(ctx)
@@ -250,9 +259,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.start(runsCtx, asg)
 		}
 	}
+	r.shutdown()
 	stopHB()
 	<-hbDone
-	r.shutdown()
 	return nil
 }
 
@@ -265,6 +274,11 @@ func (r *Runner) register(ctx context.Context) (*Registration, error) {
 		if err == nil {
 			r.mu.Lock()
 			r.runnerID = reg.RunnerID
+			r.gen++
+			select {
+			case <-r.reRegister: // answered by this registration
+			default:
+			}
 			r.mu.Unlock()
 			for _, b := range reg.Blueprints {
 				if b.Name != b.RegisteredName {
@@ -299,17 +313,22 @@ func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		err := r.co.Heartbeat(ctx, r.ID())
+		r.mu.Lock()
+		id, gen := r.runnerID, r.gen
+		r.mu.Unlock()
+		err := r.co.Heartbeat(ctx, id)
 		switch {
 		case err == nil || ctx.Err() != nil:
 		case errors.Is(err, ErrNotFound):
-			select {
-			case r.reRegister <- struct{}{}:
-			default:
-			}
 			r.mu.Lock()
-			if r.cancelPoll != nil {
-				r.cancelPoll()
+			if gen == r.gen { // else the runner registered again since this heartbeat was sent
+				select {
+				case r.reRegister <- struct{}{}:
+				default:
+				}
+				if r.cancelPoll != nil {
+					r.cancelPoll()
+				}
 			}
 			r.mu.Unlock()
 		default:
@@ -417,13 +436,25 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	rid := r.ID()
 	// Reports and events outlive a stopped run's context: they must still reach the coordinator.
 	bg := context.WithoutCancel(ctx)
-	if err := r.co.ReportRun(bg, RunReport{RunnerID: rid, RunID: run.ID, Status: RunRunning}); err != nil {
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-			log.Info("run is no longer ours; not executing it", "err", err)
-			return
+	// The started report travels while the execution begins, so dispatch latency does not include a round
+	// trip to the coordinator. The final report waits for it (so the coordinator sees started before
+	// ended); a refusal — the run was stopped or is no longer this runner's — ends the execution unreported.
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		err := r.co.ReportRun(bg, RunReport{RunnerID: rid, RunID: run.ID, Status: RunRunning})
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+			log.Info("run is no longer ours; ending its execution", "err", err)
+			r.mu.Lock()
+			ar.abandoned = true
+			r.mu.Unlock()
+			ar.cancel()
+		default:
+			log.Warn("could not report the run started; executing anyway", "err", err)
 		}
-		log.Warn("could not report the run started; executing anyway", "err", err)
-	}
+	}()
 	inv, err := r.invocation(asg)
 	var res *Result
 	if err == nil {
@@ -444,13 +475,14 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 			closeGW()
 		}
 	}
+	<-started
 	r.mu.Lock()
 	why, abandoned := ar.why, ar.abandoned
 	r.mu.Unlock()
 	rep := RunReport{RunnerID: rid, RunID: run.ID, Result: res}
 	switch {
 	case abandoned:
-		log.Info("run abandoned: the coordinator had already ended it")
+		log.Info("run abandoned: the coordinator ended it or gave it to no one")
 		return
 	case why != "":
 		rep.Status, rep.Error = RunStopped, why
