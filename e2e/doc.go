@@ -1,0 +1,24 @@
+// Package e2e holds the end-to-end tests: they build the reference binaries (examples/coordinator,
+// examples/runner, examples/agents/...) and the helper programs under e2e/internal, run them as separate
+// processes on 127.0.0.1 — each test its own coordinator, SQLite file, runners and blueprint folders — and
+// drive them through the HTTP API only.
+//
+//	api_test.go        the wire contract: listing and schemas, the seed's validation 400, runs to their
+//	                   results (testagent, ao-file-stats, the seed's python echo-json), stderr events while
+//	                   a command runs (paged and SSE), name@runner_id collisions, resume refused, auth
+//	lifecycle_test.go  real-process lifecycles: a runner SIGKILLed mid-run, a coordinator SIGKILLed and
+//	                   restarted, a runner re-registering with a coordinator that forgot it, stop reaching
+//	                   a whole process tree, parent callbacks, graceful runner shutdown
+//	harness_test.go    processes, ports, the API helpers; procfs_test.go finds what a test left behind
+//	internal/testagent   the deterministic agent the tests run (its flags are the blueprint's parameters)
+//	internal/echorunner  an AI-agent runner (orchestrator.Runner on httpapi.Client) that records prompts
+//
+// Every process runs in its own process group with a per-test marker in its environment; a test's cleanup
+// SIGKILLs its processes, then fails if anything carrying its marker is still alive. The tests need Linux
+// (process groups, /proc); elsewhere they skip. Run them with
+//
+//	go test -race -count=1 ./e2e/...
+//
+// When the test binary is built with -race, so are the binaries it starts, and a data race reported by any
+// of them fails the test that started it.
+package e2e
