@@ -182,7 +182,7 @@ func (c *LocalCoordinator) checkRunInputs(p *StartRunParams) error {
 			return Errorf(ErrInvalid, "invalid_request", "demands: %v", err)
 		}
 	}
-	if p.Mode == ModeAsyncCallback && p.ParentSessionID == "" {
+	if p.Mode == ModeAsyncCallback && p.ParentSessionID == "" && p.Type != RunTypeResume {
 		return Errorf(ErrInvalid, "invalid_request", "async_callback mode needs parent_session_id: the session to resume with the result")
 	}
 	return nil
@@ -346,8 +346,18 @@ func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, 
 		return nil, Errorf(ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").
 			With("agent_name", s.AgentName)
 	}
-	if p.ParentSessionID != "" || p.CallbackURL != "" || len(p.OutputSchema) > 0 {
+	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 {
 		return nil, Errorf(ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback and output schema")
+	}
+	if p.Mode == ModeAsyncCallback {
+		// The resumed run calls back the session's own parent when it ends.
+		if s.ParentSessionID == "" {
+			return nil, Errorf(ErrInvalid, "invalid_request", "session %s has no parent session to call back", s.ID)
+		}
+		p.ParentSessionID = s.ParentSessionID
+		if err := c.checkParent(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	normalized, err := c.validateParameters(s.AgentName, ImplicitPromptSchema, params)
 	if err != nil {
@@ -469,7 +479,9 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 			return err
 		}
 	}
-	if s.Callback && s.ParentSessionID != "" && s.ParentSessionID != s.ID {
+	// The parent is called back when this run was started in async_callback mode (the session's first run,
+	// a resume that asked for it, or a resume that delivered callbacks to a session started that way).
+	if run.Mode == ModeAsyncCallback && s.ParentSessionID != "" && s.ParentSessionID != s.ID {
 		cb := &Callback{
 			ID:              NewID(CallbackPrefix),
 			ParentSessionID: s.ParentSessionID,
@@ -585,7 +597,13 @@ func (c *LocalCoordinator) deliverCallbacks(ctx context.Context, tx Store, fx *e
 	if parent.RunnerID != "" && parent.ExecutorSessionID != "" {
 		demands.RunnerID = parent.RunnerID
 	}
-	run := newResumeRun(parent, params, ModeAsyncPoll, demands, nil)
+	// A session started in async_callback mode keeps calling its own parent back after the runs its
+	// children's callbacks cause.
+	mode := ModeAsyncPoll
+	if parent.Callback {
+		mode = ModeAsyncCallback
+	}
+	run := newResumeRun(parent, params, mode, demands, nil)
 	if err := c.queueResume(ctx, tx, parent, run); err != nil {
 		return err
 	}

@@ -636,3 +636,42 @@ func TestPutAgents(t *testing.T) {
 		t.Errorf("PutAgents of a deterministic blueprint: %v, want ErrInvalid", err)
 	}
 }
+
+func TestResumeWithCallback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "orchestrator"}); err != nil {
+		t.Fatal(err)
+	}
+	ai := registerAI(t, c, "host-ai")
+	finish := func(runID string) {
+		t.Helper()
+		report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: runID, Status: orchestrator.RunRunning})
+		report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: runID, Status: orchestrator.RunCompleted,
+			Result: &orchestrator.Result{ResultType: "agent", ResultText: "done"}})
+	}
+	parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "lead"})
+	poll(t, c, ai.RunnerID, 1)
+	finish(parent.RunID)
+	child := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "help", ParentSessionID: parent.SessionID})
+	poll(t, c, ai.RunnerID, 1)
+	finish(child.RunID) // async_poll: no callback
+	if s, _ := c.GetSession(ctx, parent.SessionID); s.Status != orchestrator.SessionCompleted {
+		t.Fatalf("parent after an async_poll child ended = %s, want completed (no callback)", s.Status)
+	}
+	res := start(t, c, orchestrator.StartRunParams{Type: orchestrator.RunTypeResume, SessionID: child.SessionID,
+		Mode: orchestrator.ModeAsyncCallback, Prompt: "more"})
+	poll(t, c, ai.RunnerID, 1)
+	finish(res.RunID)
+	w := poll(t, c, ai.RunnerID, 1)
+	if len(w.Runs) != 1 || w.Runs[0].Run.SessionID != parent.SessionID || w.Runs[0].Run.Type != orchestrator.RunTypeResume {
+		t.Fatalf("after the async_callback resume ended, the runner got %+v, want the parent's resume", w.Runs)
+	}
+	// A session without a parent has no one to call back.
+	_, err := c.StartRun(ctx, orchestrator.StartRunParams{Type: orchestrator.RunTypeResume, SessionID: parent.SessionID,
+		Mode: orchestrator.ModeAsyncCallback, Prompt: "x"})
+	if !errors.Is(err, orchestrator.ErrInvalid) {
+		t.Errorf("async_callback resume of a session without a parent: %v, want ErrInvalid", err)
+	}
+}
