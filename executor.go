@@ -15,7 +15,10 @@ type Executor interface {
 	//
 	// The returned Result describes the run's outcome: a non-zero ExitCode or a non-empty Error means the
 	// run failed. A non-nil error means the executor could not do its job at all (the program could not be
-	// started); the run fails with that error.
+	// started); the run fails with that error. A nil Result with a nil error means the run completed and
+	// its result is in the events it appended (a result event, else the last assistant message): the
+	// coordinator derives the session's result from them (executor/process, for a program that exits 0
+	// without a result file).
 	//
 	// When ctx is cancelled (the run was stopped, or the runner is shutting down) Execute must end the work
 	// promptly, kill anything it started, and return. A stopped or timed-out run returns its partial Result
@@ -43,7 +46,6 @@ type Invocation struct {
 	Metadata json.RawMessage
 	// ExecutorSessionID is the executor's own session id, for a resume.
 	ExecutorSessionID string
-	ParentSessionID   string
 	// Env is added to the environment of any process the executor starts: AGENT_SESSION_ID, AGENT_RUN_ID
 	// and, when the runner has a gateway, AGENT_ORCHESTRATOR_API_URL and AGENT_ORCHESTRATOR_TOKEN.
 	Env map[string]string

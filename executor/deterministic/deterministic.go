@@ -42,22 +42,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
+	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
 )
 
 // ResultType is the result_type of every result this executor returns.
@@ -68,18 +63,6 @@ const (
 	DefaultMaxOutputBytes = 4 << 20
 	DefaultStopGrace      = 5 * time.Second
 	DefaultMaxStderrLine  = 16 << 10
-)
-
-const (
-	// pipeDrainTimeout is how long the executor waits, after the process group is gone, for the pipes to
-	// reach EOF. Only a process that escaped the group can hold them open that long; the pipes are then
-	// closed under it.
-	pipeDrainTimeout = 2 * time.Second
-	// flushTimeout bounds delivering the last stderr events once the program has ended, so a sink that
-	// hangs cannot hold the run forever.
-	flushTimeout = 5 * time.Second
-	// minStderrLine is the smallest line limit accepted.
-	minStderrLine = 64
 )
 
 // Config configures an [Executor]. The zero value is ready to use.
@@ -120,8 +103,8 @@ func New(cfg Config) *Executor {
 	switch {
 	case cfg.MaxStderrLine == 0:
 		cfg.MaxStderrLine = DefaultMaxStderrLine
-	case cfg.MaxStderrLine < minStderrLine:
-		cfg.MaxStderrLine = minStderrLine
+	case cfg.MaxStderrLine < proc.MinStderrLine:
+		cfg.MaxStderrLine = proc.MinStderrLine
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -162,7 +145,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
 		}
 	}
-	path, err := lookPath(argv[0], lookupEnv(env, "PATH"))
+	path, err := proc.LookPath(argv[0], proc.Lookup(env, "PATH"))
 	if err != nil {
 		return nil, err
 	}
@@ -172,108 +155,28 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	return e.run(ctx, inv, events, path, argv, env, schema)
 }
 
-type endReason int
-
-const (
-	exited endReason = iota
-	stopped
-	timedOut
-)
-
 func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink orchestrator.EventSink,
 	path string, argv, env []string, schema *orchestrator.Schema) (*orchestrator.Result, error) {
 	log := e.cfg.Logger.With("session_id", inv.SessionID, "run_id", inv.RunID, "agent", inv.AgentName)
-
-	// Own pipes rather than cmd.StdoutPipe & co.: the reading goroutines must be able to outlive Wait (a
-	// grandchild may still hold the write ends) and be ended by closing the read ends.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW, outR, outW)
-		return nil, err
-	}
-	defer closeAll(inW, outR, errR)
-
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0] // the program sees argv[0] as the blueprint wrote it
-	cmd.Env = env
-	cmd.Dir = inv.ProjectDir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	prepareGroup(cmd)
-	startErr := cmd.Start()
-	closeAll(inR, outW, errW) // the child has its copies
-	if startErr != nil {
-		return nil, fmt.Errorf("start %s: %w", argv[0], startErr)
-	}
-	group := groupOf(cmd.Process)
-	log.Debug("deterministic run started", "pid", cmd.Process.Pid, "argv", argv)
-
-	// Events are delivered with a context that outlives a stop, so the lines a program writes while it
-	// shuts down still reach the session; flushTimeout bounds that.
-	emitCtx, cancelEmit := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelEmit()
-	pump := newStderrPump(inv.SessionID, e.cfg.MaxStderrLine, log)
-	delivered := make(chan struct{})
-	go func() {
-		defer close(delivered)
-		pump.deliver(emitCtx, sink)
-	}()
-
+	pump := proc.NewStderrPump(inv.SessionID, e.cfg.MaxStderrLine, log)
+	pump.Start(ctx, sink)
 	stdout := &capture{limit: e.cfg.MaxOutputBytes}
-	var pipes sync.WaitGroup
-	pipes.Go(func() { _, _ = io.Copy(stdout, outR) })
-	pipes.Go(func() { pump.read(errR) })
-	pipes.Go(func() { writeStdin(inW, stdinPayload(inv.Parameters), log) })
-
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-
-	var timeout <-chan time.Time
-	if d := inv.Blueprint.Timeout(); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
+	exit, err := proc.Run(ctx, proc.Spec{
+		Path:      path,
+		Args:      argv,
+		Env:       env,
+		Dir:       inv.ProjectDir,
+		Stdin:     stdinPayload(inv.Parameters),
+		Stdout:    func(r io.Reader) { _, _ = io.Copy(stdout, r) },
+		Stderr:    pump.Read,
+		Timeout:   inv.Blueprint.Timeout(),
+		StopGrace: e.cfg.StopGrace,
+		Logger:    log,
+	})
+	pump.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	reason := exited
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-ctx.Done():
-		reason = stopped
-		waitErr = e.terminate(group, waited, log)
-	case <-timeout:
-		reason = timedOut
-		waitErr = e.terminate(group, waited, log)
-	}
-	// The leader is gone; nothing else of its group may outlive the run.
-	if err := group.kill(); err != nil {
-		log.Warn("kill process group after exit", "error", err)
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		log.Warn("wait for deterministic command", "error", waitErr)
-	}
-
-	drained := make(chan struct{})
-	go func() { pipes.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(pipeDrainTimeout):
-		log.Warn("a process outside the run's process group holds its pipes open; closing them")
-		closeAll(inW, outR, errR)
-		<-drained
-	}
-	flushDeadline := time.AfterFunc(flushTimeout, cancelEmit)
-	<-delivered
-	flushDeadline.Stop()
 
 	res := &orchestrator.Result{ResultType: ResultType}
 	text, truncated := stdout.result()
@@ -283,21 +186,16 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 			res.ResultData = json.RawMessage(bytes.Clone(t))
 		}
 	}
-	code := -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
-	}
-	switch reason {
-	case stopped:
+	code := exit.Code()
+	switch exit.End {
+	case proc.Stopped:
 		res.Error = "stopped"
-		code = -1
-	case timedOut:
+	case proc.TimedOut:
 		res.Error = "timed out after " + inv.Blueprint.Timeout().String()
-		code = -1
 	default:
 		if code != 0 {
-			if res.Error = pump.errorTail(); res.Error == "" && cmd.ProcessState != nil {
-				res.Error = exitDescription(cmd.ProcessState)
+			if res.Error = pump.ErrorTail(); res.Error == "" {
+				res.Error = exit.Description()
 			}
 		} else {
 			outputcheck.Apply(res, schema, "stdout")
@@ -308,25 +206,6 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 	return res, nil
 }
 
-// terminate stops the process group: SIGTERM, then SIGKILL if the leader has not exited within the grace
-// period. It returns Wait's result.
-func (e *Executor) terminate(group processGroup, waited <-chan error, log *slog.Logger) error {
-	if err := group.terminate(); err != nil {
-		log.Warn("terminate process group", "error", err)
-	}
-	grace := time.NewTimer(e.cfg.StopGrace)
-	defer grace.Stop()
-	select {
-	case err := <-waited:
-		return err
-	case <-grace.C:
-	}
-	if err := group.kill(); err != nil {
-		log.Warn("kill process group", "error", err)
-	}
-	return <-waited
-}
-
 // stdinPayload is what the program reads on stdin: the parameters JSON and a newline ({} when there are
 // none), so both "read everything" and "read a line" work.
 func stdinPayload(params json.RawMessage) []byte {
@@ -335,15 +214,6 @@ func stdinPayload(params json.RawMessage) []byte {
 		p = []byte("{}")
 	}
 	return append(bytes.Clone(p), '\n')
-}
-
-// writeStdin writes payload and closes stdin. A program that exits without reading it makes the write fail
-// with EPIPE; that is not an error of the run.
-func writeStdin(w *os.File, payload []byte, log *slog.Logger) {
-	if _, err := w.Write(payload); err != nil && !isBrokenPipe(err) && !errors.Is(err, os.ErrClosed) {
-		log.Debug("write parameters to stdin", "error", err)
-	}
-	_ = w.Close()
 }
 
 // capture keeps the first limit bytes written to it and counts the rest. It never fails, so io.Copy keeps
@@ -392,28 +262,7 @@ func buildEnv(inv *orchestrator.Invocation) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := os.Environ()
-	index := make(map[string]int, len(env))
-	for i, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); ok {
-			index[k] = i
-		}
-	}
-	set := func(k, v string) {
-		kv := k + "=" + v
-		if i, ok := index[k]; ok {
-			env[i] = kv
-			return
-		}
-		index[k] = len(env)
-		env = append(env, kv)
-	}
-	for _, layer := range []map[string]string{inv.Blueprint.Env, metaEnv, inv.Env} {
-		for _, k := range sortedKeys(layer) {
-			set(k, layer[k])
-		}
-	}
-	return env, nil
+	return proc.Environ(inv.Blueprint.Env, metaEnv, inv.Env), nil
 }
 
 // metadataEnv reads metadata.env: an object whose values are strings.
@@ -460,35 +309,6 @@ func isJSONString(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '"'
 }
 
-func lookupEnv(env []string, name string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
-}
-
-// lookPath finds file in pathList, the PATH of the run's own environment (exec.LookPath would search the
-// runner's). A name containing a slash is used as it is, relative to the working directory. Relative PATH
-// entries are skipped, as exec.LookPath refuses them (exec.ErrDot): they would make the program depend on
-// the working directory.
-func lookPath(file, pathList string) (string, error) {
-	if strings.Contains(file, "/") {
-		return file, nil
-	}
-	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", &exec.Error{Name: file, Err: exec.ErrNotFound}
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -498,12 +318,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
-}
-
 func intPtr(i int) *int { return &i }
-
-func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

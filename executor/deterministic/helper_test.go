@@ -4,24 +4,21 @@ package deterministic
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/executortest"
+	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
 )
 
 // The tests run the test binary itself as the command (go-plugin's TestHelperProcess pattern): no shell,
@@ -71,11 +68,11 @@ func helperMain(args []string) int {
 		_, _ = io.Copy(os.Stdout, os.Stdin)
 	case "block":
 		fmt.Fprintf(os.Stderr, "ready pid=%d pgid=%d\n", os.Getpid(), syscall.Getpgrp())
-		sleepForever()
+		proctest.SleepForever()
 	case "ignoreterm": // ignores SIGTERM, so only SIGKILL ends it
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Fprintf(os.Stderr, "ready pid=%d pgid=%d\n", os.Getpid(), syscall.Getpgrp())
-		sleepForever()
+		proctest.SleepForever()
 	case "grandchildren": // ignores SIGTERM and starts grandchildren that ignore it too, plus a plain sleep
 		signal.Ignore(syscall.SIGTERM)
 		self, _ := os.Executable()
@@ -97,7 +94,7 @@ func helperMain(args []string) int {
 		}
 		pids = append(pids, strconv.Itoa(c.Process.Pid))
 		fmt.Fprintf(os.Stderr, "ready pid=%d pgid=%d children=%s\n", os.Getpid(), syscall.Getpgrp(), strings.Join(pids, ","))
-		sleepForever()
+		proctest.SleepForever()
 	case "escape": // starts a grandchild in a new session (out of the group) that keeps the pipes open, then exits
 		self, _ := os.Executable()
 		c := exec.Command(self, "-test.run=^TestHelperProcess$", "--", "sleeper")
@@ -111,7 +108,7 @@ func helperMain(args []string) int {
 		fmt.Println(`{"escaped":true}`)
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM)
-		sleepForever()
+		proctest.SleepForever()
 	case "fifo": // one line, then wait until the test writes to the FIFO, then another line
 		fmt.Fprintln(os.Stderr, "first")
 		f, err := os.Open(arg(0))
@@ -149,7 +146,7 @@ func helperMain(args []string) int {
 		return n
 	case "selfkill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		sleepForever()
+		proctest.SleepForever()
 	case "nostdin": // never reads stdin
 		fmt.Println(`{"ok":true}`)
 	case "longline": // one stderr line of n bytes, then a short one
@@ -176,12 +173,6 @@ func helperMain(args []string) int {
 		return 64
 	}
 	return 0
-}
-
-func sleepForever() {
-	for {
-		time.Sleep(time.Hour)
-	}
 }
 
 // helperCommand is a blueprint command that runs this test binary in the given helper mode.
@@ -220,9 +211,7 @@ func helperInvocation(t testing.TB, params string, mode ...string) *orchestrator
 
 // helperEnvironment selects the helper and, in a -race build, spares each child the race runtime's 1s
 // sleep at exit.
-func helperEnvironment() map[string]string {
-	return map[string]string{helperEnv: "1", "GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")}
-}
+func helperEnvironment() map[string]string { return proctest.HelperEnvironment(helperEnv) }
 
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -255,74 +244,4 @@ func readyInfo(t testing.TB, events []orchestrator.Event) (pgid int, children []
 	}
 	t.Fatalf("no \"ready … pgid=N\" line among the events %v", events)
 	return 0, nil
-}
-
-// groupAlive reports whether any live process is in process group pgid. Members that are zombies count as
-// dead: they are, and in a container whose PID 1 does not reap orphans they stay zombies forever.
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 {
-			continue
-		}
-		if pg, _ := strconv.Atoi(f[2]); pg == pgid && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
-}
-
-// processAlive reports whether pid is a live (non-zombie) process.
-func processAlive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-// waitFor waits until cond holds, failing t at the deadline.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		<-tick.C
-	}
-}
-
-// requireGroupGone fails t unless process group pgid is empty (shortly: SIGKILL is not instantaneous), and
-// kills it in any case so a failing test leaves nothing behind.
-func requireGroupGone(t testing.TB, pgid int) {
-	t.Helper()
-	if pgid <= 0 {
-		t.Fatalf("bad pgid %d", pgid)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	waitFor(t, 2*time.Second, fmt.Sprintf("process group %d empty", pgid), func() bool { return !groupAlive(pgid) })
 }

@@ -1,4 +1,4 @@
-package deterministic
+package proc
 
 import (
 	"bufio"
@@ -9,36 +9,43 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentorchestrator/orchestrator"
 )
 
 const (
-	// maxPendingLines bounds the stderr lines waiting for the event sink. A sink slower than the program's
+	// MaxPendingLines bounds the stderr lines waiting for the event sink. A sink slower than the program's
 	// stderr never blocks the program: lines beyond this are dropped and counted, and a marker event says so.
-	maxPendingLines = 10_000
+	MaxPendingLines = 10_000
 	// maxBatch bounds the events handed to the sink in one Emit call.
 	maxBatch = 500
 	// errorTailBytes bounds the stderr tail that becomes Result.Error when the program fails.
 	errorTailBytes = 2048
+	// FlushTimeout bounds delivering the last stderr events once the program has ended, so a sink that
+	// hangs cannot hold the run forever.
+	FlushTimeout = 5 * time.Second
+	// MinStderrLine is the smallest line limit a pump accepts.
+	MinStderrLine = 64
 )
 
 // stderrData is the payload of an [orchestrator.EventStderr] event.
 type stderrData struct {
 	Line string `json:"line"`
-	// Truncated is set when the line was longer than Config.MaxStderrLine; Line then ends with a marker.
+	// Truncated is set when the line was longer than the pump's line limit; Line then ends with a marker.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// stderrPump turns the child's stderr into events while it runs.
+// StderrPump turns a child's stderr into [orchestrator.EventStderr] events while it runs.
 //
-// One goroutine reads lines (read) and queues them; another (deliver) hands the queue to the sink. Lines
-// that arrive together (in one read from the pipe) are queued before the deliverer is woken, and lines that
-// arrive while the sink is busy wait for the next Emit, so batching comes from the load itself: a quiet
-// program's line is delivered at once, never held back by a timer, and a chatty program's lines go out in
-// batches of up to maxBatch.
-type stderrPump struct {
+// One goroutine reads lines ([StderrPump.Read], given to [Spec].Stderr) and queues them; another (started
+// by [StderrPump.Start]) hands the queue to the sink. [StderrPump.Finish] waits, boundedly, for the last
+// lines to be delivered. Lines that arrive together (in one read from the pipe) are queued before the
+// deliverer is woken, and lines that arrive while the sink is busy wait for the next Emit, so batching
+// comes from the load itself: a quiet program's line is delivered at once, never held back by a timer, and
+// a chatty program's lines go out in batches of up to maxBatch.
+type StderrPump struct {
 	sessionID string
 	maxLine   int
 	logger    *slog.Logger
@@ -48,23 +55,60 @@ type stderrPump struct {
 	dropped int
 	tail    []byte // the last stderr bytes, for Result.Error
 
-	wake chan struct{} // capacity 1: "the queue has something"
-	eof  chan struct{} // closed when read has queued its last line
+	wake    chan struct{} // capacity 1: "the queue has something"
+	eof     chan struct{} // closed when Read has queued its last line (or by Finish, when Read never ran)
+	eofOnce sync.Once
+
+	delivered  chan struct{} // closed when the deliverer has returned
+	cancelEmit context.CancelFunc
 }
 
-func newStderrPump(sessionID string, maxLine int, logger *slog.Logger) *stderrPump {
-	return &stderrPump{
+// NewStderrPump returns a pump whose events belong to sessionID. Lines longer than maxLine bytes are cut,
+// with a marker saying how much was cut; maxLine is raised to [MinStderrLine]. logger gets sink errors.
+func NewStderrPump(sessionID string, maxLine int, logger *slog.Logger) *StderrPump {
+	maxLine = max(maxLine, MinStderrLine)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &StderrPump{
 		sessionID: sessionID,
 		maxLine:   maxLine,
 		logger:    logger,
 		wake:      make(chan struct{}, 1),
 		eof:       make(chan struct{}),
+		delivered: make(chan struct{}),
 	}
 }
 
-// read queues r's lines until EOF (or until r is closed under it).
-func (p *stderrPump) read(r io.Reader) {
-	defer close(p.eof)
+// Start delivers queued lines to sink until [StderrPump.Finish]. Events are emitted with a context that
+// outlives ctx's cancellation, so the lines a program writes while it is being stopped still reach the
+// session.
+func (p *StderrPump) Start(ctx context.Context, sink orchestrator.EventSink) {
+	emitCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancelEmit = cancel
+	go func() {
+		defer close(p.delivered)
+		p.deliver(emitCtx, sink)
+	}()
+}
+
+// Finish waits until every line Read queued has been handed to the sink, at most [FlushTimeout]. Call it
+// once the program's stderr has been read to its end ([Run] has returned), or when the program never
+// started.
+func (p *StderrPump) Finish() {
+	p.eofOnce.Do(func() { close(p.eof) })
+	if p.cancelEmit == nil {
+		return
+	}
+	deadline := time.AfterFunc(FlushTimeout, p.cancelEmit)
+	<-p.delivered
+	deadline.Stop()
+	p.cancelEmit()
+}
+
+// Read queues r's lines until EOF (or until r is closed under it).
+func (p *StderrPump) Read(r io.Reader) {
+	defer p.eofOnce.Do(func() { close(p.eof) })
 	br := bufio.NewReaderSize(r, p.maxLine)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -121,7 +165,7 @@ func trimEOL(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-func (p *stderrPump) add(line string, truncated bool) {
+func (p *StderrPump) add(line string, truncated bool) {
 	ev := orchestrator.NewEvent(orchestrator.EventStderr, stderrData{Line: line, Truncated: truncated})
 	ev.SessionID = p.sessionID
 	ev.Time = orchestrator.Now()
@@ -132,23 +176,23 @@ func (p *stderrPump) add(line string, truncated bool) {
 	if len(p.tail) > 2*errorTailBytes {
 		p.tail = append(p.tail[:0], p.tail[len(p.tail)-errorTailBytes:]...)
 	}
-	if len(p.pending) >= maxPendingLines {
+	if len(p.pending) >= MaxPendingLines {
 		p.dropped++
 		return
 	}
 	p.pending = append(p.pending, ev)
 }
 
-func (p *stderrPump) signal() {
+func (p *StderrPump) signal() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-// deliver hands queued lines to sink until read has finished and the queue is empty. Emit errors are
+// deliver hands queued lines to sink until Read has finished and the queue is empty. Emit errors are
 // logged, never fatal: losing a log line must not kill the program.
-func (p *stderrPump) deliver(ctx context.Context, sink orchestrator.EventSink) {
+func (p *StderrPump) deliver(ctx context.Context, sink orchestrator.EventSink) {
 	for {
 		select {
 		case <-p.wake:
@@ -160,7 +204,7 @@ func (p *stderrPump) deliver(ctx context.Context, sink orchestrator.EventSink) {
 	}
 }
 
-func (p *stderrPump) flush(ctx context.Context, sink orchestrator.EventSink) {
+func (p *StderrPump) flush(ctx context.Context, sink orchestrator.EventSink) {
 	for {
 		p.mu.Lock()
 		n := min(len(p.pending), maxBatch)
@@ -189,8 +233,8 @@ func (p *stderrPump) flush(ctx context.Context, sink orchestrator.EventSink) {
 	}
 }
 
-// errorTail returns the last lines of stderr (at most errorTailBytes), trimmed, for Result.Error.
-func (p *stderrPump) errorTail() string {
+// ErrorTail returns the last lines of stderr (at most 2 KiB), trimmed, for Result.Error.
+func (p *StderrPump) ErrorTail() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := p.tail

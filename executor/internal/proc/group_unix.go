@@ -1,6 +1,6 @@
 //go:build unix
 
-package deterministic
+package proc
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"syscall"
 )
 
-// processGroup is the child's process group: the child leads a new group (Setpgid), so every process it
-// starts without leaving the group can be signalled at once, and none outlives the run.
-type processGroup struct{ pgid int }
+// group is the child's process group: the child leads a new group (Setpgid), so every process it starts
+// without leaving the group can be signalled at once, and none outlives the run.
+type group struct{ pgid int }
 
 func prepareGroup(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
@@ -21,16 +21,16 @@ func prepareGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setpgid = true
 }
 
-func groupOf(p *os.Process) processGroup { return processGroup{pgid: p.Pid} }
+func groupOf(p *os.Process) group { return group{pgid: p.Pid} }
 
 // terminate asks the whole group to stop (SIGTERM).
-func (g processGroup) terminate() error { return g.signal(syscall.SIGTERM) }
+func (g group) terminate() error { return g.signal(syscall.SIGTERM) }
 
 // kill ends the whole group (SIGKILL). It is safe after the leader was reaped: the kernel keeps a process
 // group id allocated while any member lives, so -pgid reaches the same group or nothing (ESRCH).
-func (g processGroup) kill() error { return g.signal(syscall.SIGKILL) }
+func (g group) kill() error { return g.signal(syscall.SIGKILL) }
 
-func (g processGroup) signal(sig syscall.Signal) error {
+func (g group) signal(sig syscall.Signal) error {
 	if g.pgid <= 0 {
 		return nil
 	}
@@ -40,11 +40,12 @@ func (g processGroup) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// exitDescription says how a process that exited unsuccessfully ended, for Result.Error when it wrote
-// nothing to stderr.
-func exitDescription(ps *os.ProcessState) string {
+// describe says how a process that exited unsuccessfully ended.
+func describe(ps *os.ProcessState) string {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
 	}
 	return fmt.Sprintf("exit code %d", ps.ExitCode())
 }
+
+func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

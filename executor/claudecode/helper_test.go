@@ -1,0 +1,242 @@
+//go:build linux
+
+package claudecode
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/executor/executortest"
+	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
+)
+
+// The tests run the test binary itself as a scripted stand-in for the claude CLI (go-plugin's
+// TestHelperProcess pattern): it reads the prompt on stdin, records its argv, stdin, working directory
+// and MCP configuration to $FAKE_CLAUDE_DIR/calls.jsonl, and prints stream-json lines in Claude Code's
+// format (system init, assistant messages with text and tool_use blocks, user messages with tool_result
+// blocks, the final result) as $FAKE_CLAUDE_SCENARIO says.
+
+const (
+	helperEnv   = "GO_WANT_HELPER_PROCESS"
+	scenarioEnv = "FAKE_CLAUDE_SCENARIO"
+	dirEnv      = "FAKE_CLAUDE_DIR"
+)
+
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(helperEnv) != "1" {
+		t.Skip("stand-in for the claude CLI")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(fakeClaude(args))
+}
+
+// call is what the stand-in records of one invocation.
+type call struct {
+	Args      []string          `json:"args"`
+	Stdin     string            `json:"stdin"`
+	WD        string            `json:"wd"`
+	Env       map[string]string `json:"env"`
+	MCPConfig json.RawMessage   `json:"mcp_config,omitempty"`
+	MCPMode   string            `json:"mcp_mode,omitempty"`
+}
+
+var inputsBlock = regexp.MustCompile(`(?s)<inputs>\n(.*)\n</inputs>`)
+
+func fakeClaude(args []string) int {
+	var resume, mcpPath string
+	for i := 0; i < len(args)-1; i++ {
+		switch args[i] {
+		case "--resume":
+			resume = args[i+1]
+		case "--mcp-config":
+			mcpPath = args[i+1]
+		}
+	}
+	stdin, _ := io.ReadAll(os.Stdin)
+	prompt := string(stdin)
+	dir := os.Getenv(dirEnv)
+	wd, _ := os.Getwd()
+	c := call{Args: args, Stdin: prompt, WD: wd, Env: map[string]string{}}
+	for _, k := range []string{orchestrator.EnvSessionID, orchestrator.EnvRunID, orchestrator.EnvAPIURL, orchestrator.EnvAPIToken} {
+		c.Env[k] = os.Getenv(k)
+	}
+	if mcpPath != "" {
+		c.MCPConfig, _ = os.ReadFile(mcpPath)
+		if fi, err := os.Stat(mcpPath); err == nil {
+			c.MCPMode = fi.Mode().Perm().String()
+		}
+	}
+	if b, err := json.Marshal(c); err == nil {
+		f, err := os.OpenFile(filepath.Join(dir, "calls.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, _ = f.Write(append(b, '\n'))
+			_ = f.Close()
+		}
+	}
+
+	sid := resume
+	if sid == "" {
+		sid = fmt.Sprintf("fake-%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	out := json.NewEncoder(os.Stdout)
+	print := func(v map[string]any) {
+		v["session_id"] = sid
+		_ = out.Encode(v)
+	}
+	assistant := func(blocks ...map[string]any) {
+		print(map[string]any{"type": "assistant", "parent_tool_use_id": nil, "uuid": "u",
+			"message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "fake",
+				"content": blocks, "stop_reason": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
+	}
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+	result := func(answer string) {
+		_ = os.WriteFile(filepath.Join(dir, sid+".answer"), []byte(answer), 0o600)
+		print(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1234,
+			"duration_api_ms": 1000, "num_turns": 1, "result": answer, "total_cost_usd": 0.0123, "usage": map[string]any{},
+			"permission_denials": []any{}, "uuid": "u"})
+	}
+	feedback := strings.HasPrefix(prompt, "Your previous answer does not match")
+	echo := func() string {
+		if m := inputsBlock.FindStringSubmatch(prompt); m != nil {
+			var v any
+			if json.Unmarshal([]byte(m[1]), &v) == nil {
+				b, _ := json.Marshal(v)
+				return string(b)
+			}
+		}
+		if last, err := os.ReadFile(filepath.Join(dir, sid+".answer")); err == nil && feedback {
+			return string(last) // no better answer: fails the schema again
+		}
+		return "echo: " + prompt
+	}
+
+	scenario := os.Getenv(scenarioEnv)
+	if scenario == "block" { // before the first line: the test cancels the run when it sees it
+		_ = os.WriteFile(filepath.Join(dir, "pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
+	}
+	print(map[string]any{"type": "system", "subtype": "init", "cwd": wd, "tools": []string{"Bash", "Read"},
+		"mcp_servers": []any{}, "model": "fake", "permissionMode": "default", "apiKeySource": "none", "uuid": "u"})
+	switch scenario {
+	case "echo", "":
+		answer := echo()
+		assistant(text(answer))
+		result(answer)
+	case "stream":
+		assistant(text("working on it"), map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "ls"}})
+		print(map[string]any{"type": "user", "parent_tool_use_id": nil, "uuid": "u", "message": map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.go\nb.go"}}}})
+		fmt.Println("not a stream-json line")
+		answer := echo()
+		assistant(text(answer))
+		result(answer)
+	case "fail":
+		fmt.Fprintln(os.Stderr, "claude: API error")
+		print(map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": executortest.FailMessage,
+			"duration_ms": 10, "num_turns": 1, "total_cost_usd": 0})
+		return 1
+	case "max_turns":
+		assistant(text("still going"))
+		print(map[string]any{"type": "result", "subtype": "error_max_turns", "is_error": false, "errors": []any{},
+			"duration_ms": 10, "num_turns": 2, "total_cost_usd": 0})
+	case "crash":
+		fmt.Fprintln(os.Stderr, "boom")
+		return 2
+	case "block":
+		proctest.SleepForever()
+	case "fix": // a wrong answer, corrected (in a code fence) once told what is wrong
+		answer := `{"answer": 42}`
+		if feedback && resume != "" {
+			answer = "```json\n{\"answer\": \"42\"}\n```"
+		}
+		assistant(text(answer))
+		result(answer)
+	case "never": // always the same wrong answer
+		assistant(text(`{"answer": 42}`))
+		result(`{"answer": 42}`)
+	default:
+		fmt.Fprintln(os.Stderr, "fake claude: unknown scenario")
+		return 64
+	}
+	return 0
+}
+
+// fake is the test side of the stand-in: an executor that runs it and a directory for its records.
+type fake struct {
+	dir string
+	ex  *Executor
+}
+
+func newFake(t testing.TB, cfg Config) *fake {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ClaudePath = self
+	cfg.ExtraArgs = []string{"-test.run=^TestHelperProcess$", "--"}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 500 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return &fake{dir: t.TempDir(), ex: New(cfg)}
+}
+
+// invocation returns a start invocation that makes the stand-in play scenario.
+func (f *fake) invocation(scenario, params string) *orchestrator.Invocation {
+	env := proctest.HelperEnvironment(helperEnv)
+	env[scenarioEnv] = scenario
+	env[dirEnv] = f.dir
+	return &orchestrator.Invocation{
+		Mode:       orchestrator.RunTypeStart,
+		SessionID:  orchestrator.NewID(orchestrator.SessionIDPrefix),
+		RunID:      orchestrator.NewID(orchestrator.RunIDPrefix),
+		AgentName:  "assistant",
+		Blueprint:  &orchestrator.Blueprint{Name: "assistant", Type: orchestrator.AgentTypeAgent},
+		Parameters: json.RawMessage(params),
+		Env:        env,
+	}
+}
+
+// calls returns what the stand-in recorded, in order.
+func (f *fake) calls(t testing.TB) []call {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.dir, "calls.jsonl"))
+	if err != nil {
+		t.Fatalf("no calls recorded: %v", err)
+	}
+	var out []call
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var c call
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("calls.jsonl: %v", err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// pid returns the process id a blocking stand-in wrote, 0 when none.
+func (f *fake) pid() int {
+	var pid int
+	if b, err := os.ReadFile(filepath.Join(f.dir, "pid")); err == nil {
+		_, _ = fmt.Sscan(string(b), &pid)
+	}
+	return pid
+}

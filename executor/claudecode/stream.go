@@ -1,0 +1,280 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentorchestrator/orchestrator"
+)
+
+// Claude Code's stream-json output (claude -p --output-format stream-json --verbose) is one JSON object
+// per line:
+//
+//	{"type":"system","subtype":"init","session_id":"…","cwd":"…","tools":[…],"mcp_servers":[…],"model":"…",…}
+//	{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"…"},
+//	    {"type":"tool_use","id":"toolu_…","name":"Bash","input":{…}}],…},"parent_tool_use_id":null,"session_id":"…"}
+//	{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_…",
+//	    "content":"…","is_error":false}]},"session_id":"…"}
+//	{"type":"result","subtype":"success","is_error":false,"result":"…","session_id":"…","num_turns":1,
+//	    "duration_ms":1234,"total_cost_usd":0.01,…}
+//
+// The final result's subtype is "success" or an error ("error_max_turns", "error_during_execution", …,
+// which carry "errors" instead of "result" and may have is_error false). Other lines (system status,
+// stream events, …) are ignored.
+type streamLine struct {
+	Type      string          `json:"type"`
+	Subtype   string          `json:"subtype"`
+	SessionID string          `json:"session_id"`
+	Message   *streamMessage  `json:"message"`
+	Parent    *string         `json:"parent_tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Result    string          `json:"result"`
+	Errors    json.RawMessage `json:"errors"`
+	NumTurns  int             `json:"num_turns"`
+	Duration  float64         `json:"duration_ms"`
+	CostUSD   float64         `json:"total_cost_usd"`
+	Model     string          `json:"model"`
+}
+
+type streamMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// Limits that keep events under the coordinator's event size limit (256 KiB by default).
+const (
+	// maxEventText bounds a text, a tool input or a tool result in one event.
+	maxEventText = 64 << 10
+	// maxStreamLine bounds one stream-json line; a longer one (a huge tool result) is skipped.
+	maxStreamLine = 32 << 20
+)
+
+// turnStream follows the stream of one claude process: it emits the session's events as the lines
+// arrive and keeps what the executor needs once the process has ended.
+type turnStream struct {
+	sessionID string // the orchestrator session
+	sink      orchestrator.EventSink
+	ctx       context.Context
+	log       *slog.Logger
+	// onSession is called with Claude Code's session id when a line names one.
+	onSession func(id string)
+
+	result   *streamLine // the final result line
+	lastText string      // the text of the last top-level assistant message
+	lines    int
+}
+
+// read consumes r line by line until EOF.
+func (s *turnStream) read(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(buf) > maxStreamLine {
+				s.log.Warn("claude stream line too long; skipped", "bytes_so_far", len(buf))
+				for errors.Is(err, bufio.ErrBufferFull) {
+					_, err = br.ReadSlice('\n')
+				}
+				buf = buf[:0]
+				if err != nil {
+					return
+				}
+			}
+			continue
+		}
+		if line := bytes.TrimSpace(buf); len(line) > 0 {
+			s.handle(line)
+		}
+		buf = buf[:0]
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *turnStream) handle(line []byte) {
+	s.lines++
+	var l streamLine
+	if err := json.Unmarshal(line, &l); err != nil || l.Type == "" {
+		s.log.Debug("claude stdout line that is not stream-json", "line", cut(string(line), 512))
+		return
+	}
+	if l.SessionID != "" {
+		s.onSession(l.SessionID)
+	}
+	switch l.Type {
+	case "assistant":
+		s.assistant(&l)
+	case "user":
+		s.user(&l)
+	case "result":
+		s.result = &l
+	}
+}
+
+func (s *turnStream) assistant(l *streamLine) {
+	if l.Message == nil {
+		return
+	}
+	var texts []map[string]string
+	var calls []orchestrator.Event
+	for _, b := range blocks(l.Message.Content) {
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				texts = append(texts, map[string]string{"type": "text", "text": cut(b.Text, maxEventText)})
+			}
+		case "tool_use":
+			data := map[string]any{"tool_use_id": b.ID, "name": b.Name}
+			if len(b.Input) > maxEventText {
+				data["input_truncated"] = true
+				data["input_preview"] = cut(string(b.Input), maxEventText)
+			} else if len(b.Input) > 0 {
+				data["input"] = b.Input
+			}
+			if l.Parent != nil && *l.Parent != "" {
+				data["parent_tool_use_id"] = *l.Parent
+			}
+			calls = append(calls, s.event(orchestrator.EventToolCall, data))
+		}
+	}
+	var evs []orchestrator.Event
+	if len(texts) > 0 {
+		msg := map[string]any{"role": "assistant", "content": texts}
+		if l.Parent != nil && *l.Parent != "" {
+			msg["parent_tool_use_id"] = *l.Parent
+		} else {
+			parts := make([]string, len(texts))
+			for i, t := range texts {
+				parts[i] = t["text"]
+			}
+			s.lastText = strings.Join(parts, "\n")
+		}
+		evs = append(evs, s.event(orchestrator.EventMessage, msg))
+	}
+	s.emit(append(evs, calls...)...)
+}
+
+func (s *turnStream) user(l *streamLine) {
+	if l.Message == nil {
+		return
+	}
+	var evs []orchestrator.Event
+	for _, b := range blocks(l.Message.Content) {
+		if b.Type != "tool_result" {
+			continue
+		}
+		text := toolResultText(b.Content)
+		data := map[string]any{"tool_use_id": b.ToolUseID, "content": cut(text, maxEventText)}
+		if len(text) > maxEventText {
+			data["truncated"] = true
+		}
+		if b.IsError {
+			data["is_error"] = true
+		}
+		if l.Parent != nil && *l.Parent != "" {
+			data["parent_tool_use_id"] = *l.Parent
+		}
+		evs = append(evs, s.event(orchestrator.EventToolResult, data))
+	}
+	s.emit(evs...)
+}
+
+func (s *turnStream) event(typ string, data any) orchestrator.Event {
+	ev := orchestrator.NewEvent(typ, data)
+	ev.SessionID, ev.Time = s.sessionID, orchestrator.Now()
+	return ev
+}
+
+func (s *turnStream) emit(evs ...orchestrator.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	if err := s.sink.Emit(s.ctx, evs...); err != nil {
+		s.log.Warn("emit events", "events", len(evs), "error", err)
+	}
+}
+
+// blocks decodes a message's content: an array of blocks, or a plain string (one text block).
+func blocks(content json.RawMessage) []contentBlock {
+	var bs []contentBlock
+	if json.Unmarshal(content, &bs) == nil {
+		return bs
+	}
+	var text string
+	if json.Unmarshal(content, &text) == nil && text != "" {
+		return []contentBlock{{Type: "text", Text: text}}
+	}
+	return nil
+}
+
+// toolResultText renders a tool result's content: a string, or its blocks (text as is, others named).
+func toolResultText(content json.RawMessage) string {
+	var text string
+	if json.Unmarshal(content, &text) == nil {
+		return text
+	}
+	var parts []string
+	for _, b := range blocks(content) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		} else if b.Type != "" {
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// errorText renders a result line's errors: a list of strings (or of objects with a message).
+func errorText(raw json.RawMessage) string {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return ""
+	}
+	var parts []string
+	for _, e := range list {
+		var s string
+		if json.Unmarshal(e, &s) == nil {
+			parts = append(parts, s)
+			continue
+		}
+		var obj struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e, &obj) == nil && obj.Message != "" {
+			parts = append(parts, obj.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cut shortens s to at most n bytes without splitting a character.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
