@@ -9,9 +9,13 @@
 //	lifecycle_test.go  real-process lifecycles: a runner SIGKILLed mid-run, a coordinator SIGKILLed and
 //	                   restarted, a runner re-registering with a coordinator that forgot it, stop reaching
 //	                   a whole process tree, parent callbacks, graceful runner shutdown
+//	callback_ai_test.go  the callback path with a Claude Code session: a parent run by the claude-code
+//	                   executor starts a deterministic child over MCP (through the runner's gateway) in
+//	                   async_callback mode, and is resumed (--resume) with the child's structured result
 //	harness_test.go    processes, ports, the API helpers; procfs_test.go finds what a test left behind
 //	internal/testagent   the deterministic agent the tests run (its flags are the blueprint's parameters)
 //	internal/echorunner  an AI-agent runner (orchestrator.Runner on httpapi.Client) that records prompts
+//	internal/fakeclaude  a stand-in for the Claude Code CLI: stream-json out, MCP calls, records its runs
 //
 // Every process runs in its own process group with a per-test marker in its environment; a test's cleanup
 // SIGKILLs its processes, then fails if anything carrying its marker is still alive. The tests need Linux
