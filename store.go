@@ -59,7 +59,9 @@ type Store interface {
 	// DeleteSession deletes the session with its runs, events and callbacks (as parent or child).
 	DeleteSession(ctx context.Context, id string) error
 	// DeleteEndedSessions deletes up to limit sessions that ended (completed, failed or stopped) before
-	// before, each with its runs, events and callbacks, and returns how many it deleted (retention).
+	// before, each with its runs, events, callbacks and webhooks, and returns how many it deleted
+	// (retention). Sessions something is still on its way to are kept: one with a child that will call it
+	// back, one with undelivered callbacks, one whose webhook is still being delivered.
 	DeleteEndedSessions(ctx context.Context, before time.Time, limit int) (int, error)
 
 	CreateRun(ctx context.Context, r *Run) error

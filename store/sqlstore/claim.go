@@ -42,6 +42,17 @@ import (
 // empty checks the probes without locks and, when they find candidates, claims again (up to
 // claimRetries times). ErrNotFound therefore means nothing was claimable, not "everything was busy".
 func (s *Store) ClaimRun(ctx context.Context, p orchestrator.ClaimParams) (*orchestrator.Run, error) {
+	if s.batch != nil && !s.inTx {
+		// A claim is a write: on SQLite it joins the batched commits rather than waiting for the
+		// write connection between them.
+		var run *orchestrator.Run
+		err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
+			var err error
+			run, err = tx.ClaimRun(ctx, p)
+			return err
+		})
+		return run, err
+	}
 	runner := p.Runner
 	if runner == nil || runner.ID == "" {
 		return nil, errors.New("sqlstore: ClaimRun needs a runner")

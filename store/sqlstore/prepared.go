@@ -22,8 +22,10 @@ import (
 
 // stmtCache holds statements prepared on the root write database.
 type stmtCache struct {
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
+	mu      sync.Mutex
+	m       map[string]*sql.Stmt
+	pending map[string]bool // being prepared in the background
+	closed  bool
 }
 
 func newStmtCache() *stmtCache { return &stmtCache{m: map[string]*sql.Stmt{}} }
@@ -43,6 +45,9 @@ func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	case ok:
 		return st, nil
 	case inTx:
+		// Prepare it on the database too, once the transaction has let go of the connection, so that
+		// the next transaction finds it cached.
+		s.prepareLater(query)
 		return tx.PrepareContext(ctx, query)
 	}
 	// Prepared on a context of its own: the statement outlives this call.
@@ -52,12 +57,43 @@ func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	s.stmts.mu.Lock()
 	defer s.stmts.mu.Unlock()
+	if s.stmts.closed {
+		st.Close()
+		return nil, errors.New("sqlstore: store closed")
+	}
 	if prev, ok := s.stmts.m[query]; ok { // prepared concurrently
 		st.Close()
 		return prev, nil
 	}
 	s.stmts.m[query] = st
 	return st, nil
+}
+
+// prepareLater prepares query on the write database in the background, once; it waits for the
+// connection that the calling transaction holds.
+func (s *Store) prepareLater(query string) {
+	s.stmts.mu.Lock()
+	if s.stmts.pending == nil {
+		s.stmts.pending = map[string]bool{}
+	}
+	if s.stmts.pending[query] || s.stmts.closed {
+		s.stmts.mu.Unlock()
+		return
+	}
+	s.stmts.pending[query] = true
+	s.stmts.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		root := *s
+		root.w, root.inTx = s.dbW, false
+		if _, err := root.prepared(ctx, query); err != nil {
+			s.log.Debug("sqlstore: prepare", "err", err)
+		}
+		s.stmts.mu.Lock()
+		delete(s.stmts.pending, query)
+		s.stmts.mu.Unlock()
+	}()
 }
 
 // warmUp prepares SQLite's hot statements. A failure is not an error here (the schema may be missing
@@ -80,6 +116,7 @@ func (s *Store) warmUp(ctx context.Context) {
 func (c *stmtCache) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	var errs []error
 	for q, st := range c.m {
 		errs = append(errs, st.Close())

@@ -96,6 +96,9 @@ func runsDomain(rows []runRow) ([]*orchestrator.Run, error) {
 // UpdateRun applies u when the run's status is one of from (any, when from is empty) and, when runnerID
 // is set, the run is held by that runner.
 func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
+	if !s.pg {
+		return s.updateRunPrepared(ctx, id, from, runnerID, u)
+	}
 	var row runRow
 	q := s.w.NewUpdate().Model(&row).Where("id = ?", id)
 	if len(from) > 0 {
@@ -146,6 +149,17 @@ func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.Ru
 // TakeStopRequests returns the runner's claimed or running runs with a stop requested and not sent (or
 // sent before resendBefore), marking them sent at now, in one statement.
 func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*orchestrator.Run, error) {
+	// Runners poll all the time and stops are rare: look first (a read, beside the writer on SQLite) and
+	// take the write lock only when there is something to mark.
+	probe := s.r.NewSelect().Model((*runRow)(nil)).Column("id").
+		Where("runner_id = ?", runnerID).
+		Where("status IN (?)", bun.In([]orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning})).
+		Where("stop_requested_at IS NOT NULL").Limit(1)
+	if n, err := probe.Count(ctx); err != nil {
+		return nil, wrap(err, "stop requests of runner", runnerID)
+	} else if n == 0 {
+		return nil, nil
+	}
 	var rows []runRow
 	q := s.w.NewUpdate().Model(&rows).
 		Set("stop_sent_at = ?", utc(now)).
@@ -169,3 +183,53 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 	})
 	return runsDomain(rows)
 }
+
+// updateRunPrepared is UpdateRun as a prepared statement, for SQLite.
+func (s *Store) updateRunPrepared(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
+	q := guardedUpdate{table: "runs"}
+	if u.Status != nil {
+		q.set("status", string(*u.Status))
+	}
+	if u.RunnerID != nil {
+		q.set("runner_id", *u.RunnerID)
+	}
+	if u.Error != nil {
+		q.set("error", *u.Error)
+	}
+	if u.StopRequestedAt != nil {
+		q.set("stop_requested_at", formatTime(*u.StopRequestedAt))
+	}
+	if u.StartedAt != nil {
+		q.set("started_at", formatTime(*u.StartedAt))
+	}
+	if u.EndedAt != nil {
+		q.set("ended_at", formatTime(*u.EndedAt))
+	}
+	q.whereEq("id", id)
+	statuses := make([]string, len(from))
+	for i, st := range from {
+		statuses[i] = string(st)
+	}
+	q.whereIn("status", statuses)
+	if runnerID != "" {
+		q.whereEq("runner_id", runnerID)
+	}
+	var row runRow
+	err := q.run(ctx, s, runColumns, &row)
+	if noRow(err) {
+		cur, err := s.GetRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if runnerID != "" && cur.RunnerID != runnerID {
+			return nil, conflict("run", id, "is held by another runner")
+		}
+		return nil, conflict("run", id, "is "+string(cur.Status))
+	}
+	if err != nil {
+		return nil, wrap(err, "run", id)
+	}
+	return row.domain()
+}
+
+var runColumns = columns(runRow{})

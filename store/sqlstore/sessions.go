@@ -82,6 +82,9 @@ func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Select
 
 // UpdateSession applies u when the session's status is one of from (any, when from is empty).
 func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
+	if !s.pg {
+		return s.updateSessionPrepared(ctx, id, from, u)
+	}
 	var row sessionRow
 	q := s.w.NewUpdate().Model(&row).Where("id = ?", id)
 	if len(from) > 0 {
@@ -141,6 +144,15 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 // parent or child), in one transaction.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(ctx context.Context, tx *Store) error {
+		if tx.pg {
+			// The session's row first, as retention takes rows (sessions, then what belongs to them), so
+			// that a delete and a retention batch cannot deadlock.
+			var got string
+			err := tx.w.NewSelect().Model((*sessionRow)(nil)).Column("id").Where("id = ?", id).For("UPDATE").Scan(ctx, &got)
+			if err != nil {
+				return wrap(err, "session", id)
+			}
+		}
 		runs := tx.w.NewSelect().Model((*runRow)(nil)).Column("id").Where("session_id = ?", id)
 		if _, err := tx.w.NewDelete().Model((*runTagRow)(nil)).Where("run_id IN (?)", runs).Exec(ctx); err != nil {
 			return wrap(err, "session", id)
@@ -155,35 +167,71 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 			Where("parent_session_id = ? OR child_session_id = ?", id, id).Exec(ctx); err != nil {
 			return wrap(err, "session", id)
 		}
+		if _, err := tx.w.NewDelete().Model((*webhookRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
 		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id = ?", id).Exec(ctx)
 		return deleted(res, err, "session", id)
 	})
 }
 
-// DeleteEndedSessions deletes up to limit sessions that ended before the given time, oldest first, each
-// with its runs, tags, events and callbacks, in one transaction.
-func (s *Store) DeleteEndedSessions(ctx context.Context, before time.Time, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
+// updateSessionPrepared is UpdateSession as a prepared statement, for SQLite.
+func (s *Store) updateSessionPrepared(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
+	q := guardedUpdate{table: "sessions"}
+	if u.Status != nil {
+		q.set("status", string(*u.Status))
 	}
-	n := 0
-	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
-		n = 0
-		var ids []string
-		err := tx.w.NewSelect().Model((*sessionRow)(nil)).Column("id").
-			Where("status IN (?)", bun.In([]string{string(orchestrator.SessionCompleted), string(orchestrator.SessionFailed), string(orchestrator.SessionStopped)})).
-			Where("ended_at IS NOT NULL AND ended_at < ?", utc(before)).
-			OrderExpr("ended_at, id").Limit(int64(limit)).Scan(ctx, &ids)
+	if u.RunnerID != nil {
+		q.set("runner_id", *u.RunnerID)
+	}
+	if u.CurrentRunID != nil {
+		q.set("current_run_id", *u.CurrentRunID)
+	}
+	if u.ExecutorSessionID != nil {
+		q.set("executor_session_id", *u.ExecutorSessionID)
+	}
+	switch {
+	case u.Result != nil:
+		b, err := marshalResult(u.Result)
 		if err != nil {
-			return wrap(err, "ended sessions", "")
+			return nil, err
 		}
-		for _, id := range ids {
-			if err := tx.DeleteSession(ctx, id); err != nil {
-				return err
-			}
-			n++
+		q.set("result", string(b))
+	case u.ClearResult:
+		q.setNull("result")
+	}
+	if u.Error != nil {
+		q.set("error", *u.Error)
+	}
+	switch {
+	case u.EndedAt != nil:
+		q.set("ended_at", formatTime(*u.EndedAt))
+	case u.ClearEndedAt:
+		q.setNull("ended_at")
+	}
+	updated := u.UpdatedAt
+	if updated.IsZero() {
+		updated = orchestrator.Now()
+	}
+	q.set("updated_at", formatTime(updated))
+	q.whereEq("id", id)
+	statuses := make([]string, len(from))
+	for i, st := range from {
+		statuses[i] = string(st)
+	}
+	q.whereIn("status", statuses)
+	var row sessionRow
+	err := q.run(ctx, s, sessionColumns, &row)
+	if noRow(err) {
+		if _, err := s.GetSession(ctx, id); err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	return n, err
+		return nil, conflict("session", id, "is not in an expected state")
+	}
+	if err != nil {
+		return nil, wrap(err, "session", id)
+	}
+	return row.domain()
 }
+
+var sessionColumns = columns(sessionRow{})

@@ -84,6 +84,8 @@ type Store struct {
 	dbW *bun.DB
 	// stmts caches prepared statements (shared with the Stores of transactions).
 	stmts *stmtCache
+	// batch groups SQLite's transactions into shared commits (nil on PostgreSQL and in transactions).
+	batch *batcher
 }
 
 var _ orchestrator.Store = (*Store)(nil)
@@ -159,7 +161,8 @@ func openSQLite(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{w: w, r: w, dbW: w, log: logger(cfg), stmts: newStmtCache()}
-	s.close = func() error { return errors.Join(s.stmts.close(), w.Close()) }
+	s.batch = newBatcher(s)
+	s.close = func() error { s.batch.close(); return errors.Join(s.stmts.close(), w.Close()) }
 	if !memory {
 		n := cfg.MaxOpenConns
 		if n <= 0 {
@@ -171,7 +174,19 @@ func openSQLite(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 			return nil, err
 		}
 		s.r = r
-		s.close = func() error { return errors.Join(s.stmts.close(), r.Close(), w.Close()) }
+		stop, err := s.startCheckpointer()
+		if err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("sqlstore: sqlite: %w", err)
+		}
+		s.close = func() error {
+			s.batch.close()
+			stop()
+			// A last checkpoint on close folds the WAL into the database file.
+			_, cerr := w.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+			return errors.Join(cerr, s.stmts.close(), r.Close(), w.Close())
+		}
 	}
 	return s.start(ctx, cfg)
 }
@@ -291,6 +306,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx orches
 func (s *Store) tx(ctx context.Context, fn func(ctx context.Context, tx *Store) error) error {
 	if s.inTx {
 		return fn(ctx, s)
+	}
+	if s.batch != nil {
+		return s.batch.run(ctx, fn)
 	}
 	return s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &Store{w: tx, r: tx, inTx: true, pg: s.pg, log: s.log, dbW: s.dbW, stmts: s.stmts})

@@ -102,7 +102,9 @@ func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, li
 	return out, nil
 }
 
-// UpdateWebhook records a delivery attempt's outcome.
+// UpdateWebhook records a delivery attempt's outcome. It is fenced by the attempt count: it applies only
+// while the webhook is pending with w.Attempts-1 attempts recorded, so a replica whose lease ran out while
+// it delivered cannot overwrite what the replica that took the webhook over recorded (ErrConflict).
 func (s *Store) UpdateWebhook(ctx context.Context, w *orchestrator.Webhook) error {
 	res, err := s.w.NewUpdate().Model((*webhookRow)(nil)).
 		Set("status = ?", string(w.Status)).
@@ -111,6 +113,21 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *orchestrator.Webhook) erro
 		Set("last_error = ?", w.LastError).
 		Set("delivered_at = ?", utcPtr(w.DeliveredAt)).
 		Where("id = ?", w.ID).
+		Where("status = ?", string(orchestrator.WebhookPending)).
+		Where("attempts = ?", w.Attempts-1).
 		Exec(ctx)
-	return deleted(res, err, "webhook", w.ID)
+	if err != nil {
+		return wrap(err, "webhook", w.ID)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return wrap(err, "webhook", w.ID)
+	}
+	exists, err := s.w.NewSelect().Model((*webhookRow)(nil)).Where("id = ?", w.ID).Exists(ctx)
+	if err != nil {
+		return wrap(err, "webhook", w.ID)
+	}
+	if !exists {
+		return notFound("webhook", w.ID)
+	}
+	return conflict("webhook", w.ID, "was updated by another delivery")
 }

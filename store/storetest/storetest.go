@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Webhooks", testWebhooks},
 		{"Tx", testTx},
 		{"Times", testTimes},
+		{"Retention", testRetention},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

@@ -1,0 +1,85 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// Concurrent transactions on SQLite share commits; each still succeeds or fails alone.
+func TestBatchedTransactionsAreIndependent(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "batch.db"))
+	ctx := context.Background()
+	errBoom := errors.New("boom")
+	const n = 120
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					results[i] = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			results[i] = s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+				now := orchestrator.Now()
+				a := &orchestrator.Agent{Name: fmt.Sprintf("a%03d", i), Blueprint: &orchestrator.Blueprint{Name: fmt.Sprintf("a%03d", i), Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
+				if err := tx.CreateAgent(ctx, a); err != nil {
+					return err
+				}
+				switch i % 4 {
+				case 1:
+					return errBoom // rolled back: only this agent disappears
+				case 2:
+					panic("kaboom") // re-raised in the caller, rolled back
+				case 3:
+					// A failing statement inside: a duplicate name.
+					return tx.CreateAgent(ctx, a)
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	agents, err := s.ListAgents(ctx, orchestrator.AgentFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, a := range agents {
+		have[a.Name] = true
+	}
+	for i, err := range results {
+		name := fmt.Sprintf("a%03d", i)
+		switch i % 4 {
+		case 0:
+			if err != nil || !have[name] {
+				t.Errorf("tx %d: err %v, committed %v; want success", i, err, have[name])
+			}
+		case 1:
+			if !errors.Is(err, errBoom) || have[name] {
+				t.Errorf("tx %d: err %v, committed %v; want boom and nothing committed", i, err, have[name])
+			}
+		case 2:
+			if err == nil || err.Error() != "panic: kaboom" || have[name] {
+				t.Errorf("tx %d: err %v, committed %v; want the panic re-raised and nothing committed", i, err, have[name])
+			}
+		case 3:
+			if !errors.Is(err, orchestrator.ErrConflict) || have[name] {
+				t.Errorf("tx %d: err %v, committed %v; want ErrConflict and nothing committed", i, err, have[name])
+			}
+		}
+	}
+	// A cancelled context is refused before anything runs.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.InTx(cctx, func(context.Context, orchestrator.Store) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("InTx with a cancelled context: %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,408 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+// A SQLite store has no Notifier: an untyped nil, so that cfg.Notifier = store.Notifier() leaves the
+// coordinator without one.
+func TestNotifierSQLite(t *testing.T) {
+	t.Parallel()
+	s := open(t, ":memory:")
+	if n := s.Notifier(); n != nil {
+		t.Fatalf("SQLite Notifier() = %#v, want nil", n)
+	}
+	var cfg orchestrator.CoordinatorConfig
+	cfg.Notifier = s.Notifier()
+	if cfg.Notifier != nil {
+		t.Fatal("cfg.Notifier is a non-nil interface holding nil")
+	}
+}
+
+// collector gathers delivered keys.
+type collector struct {
+	mu   sync.Mutex
+	keys []string
+	seen map[string]time.Time
+	ch   chan struct{}
+}
+
+func newCollector() *collector {
+	return &collector{seen: map[string]time.Time{}, ch: make(chan struct{}, 1)}
+}
+
+func (c *collector) deliver(key string) {
+	c.mu.Lock()
+	c.keys = append(c.keys, key)
+	if _, ok := c.seen[key]; !ok {
+		c.seen[key] = time.Now()
+	}
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until every key was delivered, or fails the test after timeout.
+func (c *collector) waitFor(t *testing.T, keys []string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		c.mu.Lock()
+		missing := 0
+		for _, k := range keys {
+			if _, ok := c.seen[k]; !ok {
+				missing++
+			}
+		}
+		c.mu.Unlock()
+		if missing == 0 {
+			return
+		}
+		select {
+		case <-c.ch:
+		case <-deadline:
+			t.Fatalf("%d of %d keys not delivered within %s", missing, len(keys), timeout)
+		}
+	}
+}
+
+func (c *collector) has(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.seen[key]
+	return ok
+}
+
+// listen runs n.Listen until the test ends and waits until it is in effect (the "" key).
+func listen(t *testing.T, n orchestrator.Notifier) *collector {
+	t.Helper()
+	c := newCollector()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Listen(ctx, c.deliver) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Listen after cancel = %v, want context.Canceled", err)
+		}
+	})
+	c.waitFor(t, []string{""}, 10*time.Second)
+	return c
+}
+
+// Two stores (two coordinator replicas) on one schema: a key published through one reaches the other
+// promptly, and not the publisher itself.
+func TestNotifierAcrossStores(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+	na, nb := a.Notifier(), b.Notifier()
+	ca, cb := listen(t, na), listen(t, nb)
+
+	var worst time.Duration
+	for i := range 20 {
+		key := fmt.Sprintf("r:lnch_%02d", i)
+		sent := time.Now()
+		na.Notify(key)
+		cb.waitFor(t, []string{key}, 5*time.Second)
+		cb.mu.Lock()
+		lat := cb.seen[key].Sub(sent)
+		cb.mu.Unlock()
+		worst = max(worst, lat)
+	}
+	if worst > 500*time.Millisecond {
+		t.Errorf("slowest wake-up took %s, want well under 500ms", worst)
+	}
+	t.Logf("slowest of 20 wake-ups across stores: %s", worst)
+
+	nb.Notify("s:from_b")
+	ca.waitFor(t, []string{"s:from_b"}, 5*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	if ca.has("r:lnch_00") {
+		t.Error("a notifier delivered its own key to itself")
+	}
+	if cb.has("s:from_b") {
+		t.Error("b delivered its own key to itself")
+	}
+}
+
+// Many keys published at once all arrive, packed several to a NOTIFY (counted with a listener of our
+// own on the channel), and none is lost or invented.
+func TestNotifierBatchesManyKeys(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+	na, nb := a.Notifier(), b.Notifier()
+	cb := listen(t, nb)
+
+	// Count the NOTIFY payloads on the channel.
+	var schema string
+	if err := a.DB().NewRaw("SELECT current_schema()").Scan(t.Context(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	raw := pgdriver.NewListener(a.DB())
+	defer raw.Close()
+	if err := raw.Listen(t.Context(), "orchestrator_wake_"+schema); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		pmu      sync.Mutex
+		payloads int
+		maxLen   int
+	)
+	go func() {
+		for {
+			_, p, err := raw.Receive(context.Background())
+			if err != nil {
+				return
+			}
+			pmu.Lock()
+			payloads++
+			maxLen = max(maxLen, len(p))
+			pmu.Unlock()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // let LISTEN take effect
+
+	const n = 20000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("e:ses_%026d", i)
+	}
+	start := time.Now()
+	for _, k := range keys {
+		na.Notify(k)
+		na.Notify(k) // queued twice: sent once
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("queueing %d keys took %s: Notify must not block", 2*n, d)
+	}
+	cb.waitFor(t, keys, 30*time.Second)
+	t.Logf("%d keys delivered in %s", n, time.Since(start))
+
+	cb.mu.Lock()
+	for _, k := range cb.keys {
+		if k != "" && !strings.HasPrefix(k, "e:ses_") {
+			t.Errorf("unexpected key %q delivered", k)
+		}
+	}
+	deliveries := len(cb.keys)
+	cb.mu.Unlock()
+	if deliveries > 2*n+1 {
+		t.Errorf("%d deliveries for %d keys", deliveries, n)
+	}
+	time.Sleep(200 * time.Millisecond)
+	pmu.Lock()
+	defer pmu.Unlock()
+	if payloads == 0 || payloads > n/20 {
+		t.Errorf("%d NOTIFY payloads carried %d keys; want them batched (at most %d)", payloads, n, n/20)
+	}
+	if maxLen >= 8000 {
+		t.Errorf("a payload of %d bytes: PostgreSQL refuses 8000 and more", maxLen)
+	}
+	t.Logf("%d keys in %d payloads (largest %d bytes)", n, payloads, maxLen)
+}
+
+// Keys a payload cannot carry are dropped, not sent broken.
+func TestNotifierDropsBadKeys(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+	na := a.Notifier()
+	cb := listen(t, b.Notifier())
+	for _, k := range []string{"", "two\nlines", "nul\x00", strings.Repeat("x", 9000)} {
+		na.Notify(k)
+	}
+	na.Notify("r:ok")
+	cb.waitFor(t, []string{"r:ok"}, 5*time.Second)
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	for _, k := range cb.keys {
+		if k != "" && k != "r:ok" {
+			t.Errorf("delivered %q", k)
+		}
+	}
+}
+
+// Stores in different schemas of one database do not hear each other; a schema whose name is too long
+// for a channel suffix still gets a channel of its own (a hash of its name).
+func TestNotifierSchemasIsolated(t *testing.T) {
+	t.Parallel()
+	// 55 characters: a valid schema name (at most 63), too long for a channel suffix.
+	long := "notify_" + strings.Repeat("abcdefghij", 4) + fmt.Sprintf("_%07d", time.Now().UnixNano()%1e7)
+	dsns := []string{postgresSchema(t), postgresSchema(t), namedSchema(t, long)}
+	var stores []*sqlstore.Store
+	var cols []*collector
+	for _, dsn := range dsns {
+		s1, s2 := open(t, dsn), open(t, dsn)
+		stores = append(stores, s1)
+		cols = append(cols, listen(t, s2.Notifier()))
+	}
+	for i, s := range stores {
+		s.Notifier().Notify(fmt.Sprintf("k:%d", i))
+	}
+	for i, c := range cols {
+		c.waitFor(t, []string{fmt.Sprintf("k:%d", i)}, 5*time.Second)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i, c := range cols {
+		for j := range stores {
+			if j != i && c.has(fmt.Sprintf("k:%d", j)) {
+				t.Errorf("schema %d heard schema %d's key", i, j)
+			}
+		}
+	}
+}
+
+// namedSchema creates a schema with the given name (a plain lower-case identifier: pgdriver cannot pass
+// a quoted one in search_path), dropped when the test ends, and returns a DSN whose search_path selects
+// it.
+func namedSchema(tb testing.TB, name string) string {
+	tb.Helper()
+	requirePostgres(tb)
+	base := os.Getenv(postgresEnv)
+	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
+	ident := name
+	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+ident); err != nil {
+		admin.Close()
+		tb.Fatalf("create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+ident+" CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", ident)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Listen returns when its connection is lost (here: the server ends the backend), so that the
+// coordinator can start it again; the new Listen hears keys again and announces itself with "".
+func TestNotifierListenReturnsOnConnectionLoss(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+	na, nb := a.Notifier(), b.Notifier()
+
+	c := newCollector()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- nb.Listen(ctx, c.deliver) }()
+	c.waitFor(t, []string{""}, 10*time.Second)
+
+	var schema string
+	if err := a.DB().NewRaw("SELECT current_schema()").Scan(t.Context(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	err := a.DB().NewRaw("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = ?",
+		`LISTEN "orchestrator_wake_`+schema+`"`).Scan(t.Context(), &killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminating the listening backend: %d terminated, %v", killed, err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("Listen returned %v, want a connection error", err)
+		}
+		t.Logf("Listen returned: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listen did not return after its connection was terminated")
+	}
+
+	// Started again (as the coordinator does), it works.
+	c2 := newCollector()
+	go func() { done <- nb.Listen(ctx, c2.deliver) }()
+	c2.waitFor(t, []string{""}, 10*time.Second)
+	na.Notify("r:again")
+	c2.waitFor(t, []string{"r:again"}, 5*time.Second)
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Listen after cancel = %v", err)
+	}
+}
+
+// A coordinator replica parked on one store is woken by a run created through another: the whole path,
+// in-process, with two LocalCoordinators on one schema.
+func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchema(t)
+	sa, sb := open(t, dsn), open(t, dsn)
+	ca, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sa, Notifier: sa.Notifier()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sb, Notifier: sb.Notifier()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*orchestrator.LocalCoordinator{ca, cb} {
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Stop)
+	}
+	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
+	reg, err := ca.RegisterRunner(t.Context(), &orchestrator.RunnerRegistration{
+		Hostname: "h", ProjectDir: "/p", ExecutorType: "deterministic", MaxConcurrent: 1,
+		Blueprints: []*orchestrator.Blueprint{bp},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // both replicas listen
+
+	for i := range 5 {
+		type polled struct {
+			w   *orchestrator.Work
+			err error
+			at  time.Time
+		}
+		got := make(chan polled, 1)
+		go func() {
+			w, err := ca.PollWork(t.Context(), orchestrator.PollParams{RunnerID: reg.RunnerID, Max: 1, Wait: 10 * time.Second})
+			got <- polled{w, err, time.Now()}
+		}()
+		time.Sleep(100 * time.Millisecond) // parked on A
+		created := time.Now()
+		res, err := cb.StartRun(t.Context(), orchestrator.StartRunParams{AgentName: "noop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := <-got
+		if p.err != nil || len(p.w.Runs) != 1 || p.w.Runs[0].Run.ID != res.RunID {
+			t.Fatalf("poll %d on A: %+v, %v; want run %s", i, p.w, p.err, res.RunID)
+		}
+		if d := p.at.Sub(created); d > 500*time.Millisecond {
+			t.Errorf("run %d created on B reached the runner parked on A after %s", i, d)
+		} else {
+			t.Logf("run %d created on B reached the runner parked on A after %s", i, d)
+		}
+		if err := ca.ReportRun(t.Context(), orchestrator.RunReport{RunnerID: reg.RunnerID, RunID: res.RunID, Status: orchestrator.RunCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
