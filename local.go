@@ -71,7 +71,9 @@ type Notifier interface {
 	// Notify publishes key to every replica (this one included, or not: both are fine). It must not block;
 	// implementations queue and batch.
 	Notify(key string)
-	// Listen delivers keys published by any replica until ctx ends.
+	// Listen delivers keys published by any replica until ctx ends. It may deliver the empty key when
+	// wake-ups may have been missed (it has just started listening): the coordinator then wakes every
+	// waiter. On an error the coordinator calls Listen again after a second.
 	Listen(ctx context.Context, deliver func(key string)) error
 }
 
@@ -213,7 +215,7 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				err := c.cfg.Notifier.Listen(ctx, c.notify.notify)
+				err := c.cfg.Notifier.Listen(ctx, c.deliverRemote)
 				if ctx.Err() != nil {
 					return
 				}
@@ -230,6 +232,17 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 		close(c.stopped)
 	}()
 	return nil
+}
+
+// deliverRemote wakes the waiters of a key another replica published. The empty key means that
+// wake-ups may have been missed (the Notifier has just started listening, after a start or a lost
+// connection): every waiter is woken to look again.
+func (c *LocalCoordinator) deliverRemote(key string) {
+	if key == "" {
+		c.notify.notifyAll()
+		return
+	}
+	c.notify.notify(key)
 }
 
 // wake tells goroutines parked on key — here, and on other replicas when a Notifier is configured — that

@@ -315,6 +315,27 @@ func (c *LocalCoordinator) failRun(ctx context.Context, run *Run, msg string) er
 	return err
 }
 
+// failPending fails a run that is still pending (the no-match sweep). A guarded update that changes
+// nothing takes the run first: a run claimed since the sweep read it is left alone, and on PostgreSQL a
+// concurrent claim skips the row until this transaction has ended it.
+func (c *LocalCoordinator) failPending(ctx context.Context, run *Run, msg string) error {
+	fx := &effects{}
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		*fx = effects{}
+		if _, err := tx.UpdateRun(ctx, run.ID, []RunStatus{RunPending}, "", RunUpdate{}); err != nil {
+			return err
+		}
+		return c.finishRun(ctx, tx, fx, run.ID, "", RunFailed, nil, msg)
+	})
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+		return nil // claimed, ended or deleted meanwhile
+	}
+	if err == nil {
+		c.apply(fx)
+	}
+	return err
+}
+
 // ReportRun records a runner's report on a run it holds. Reports are fenced — a runner that does not hold
 // the run gets ErrConflict ("run_not_held") — and idempotent: repeating a report that was already applied
 // succeeds without changing anything, so a retried HTTP call is harmless.

@@ -591,6 +591,22 @@ func (c *LocalCoordinator) deliverCallbacks(ctx context.Context, tx Store, fx *e
 	if err != nil || len(pending) == 0 {
 		return err
 	}
+	// Take the parent's row (a guarded update that changes nothing; on PostgreSQL it holds the row lock
+	// until the transaction ends) and read the callbacks again: whoever else delivers to this parent —
+	// another child ending at the same moment, the sweep, another replica — must take the row first, so
+	// what is read now is delivered by this transaction alone. A parent that was resumed since it was read
+	// is busy: its callbacks are delivered when that run ends (finishRun) or by the sweep.
+	parent, err = tx.UpdateSession(ctx, parentID, []SessionStatus{SessionCompleted, SessionFailed, SessionStopped},
+		SessionUpdate{UpdatedAt: parent.UpdatedAt})
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pending, err = tx.ListCallbacks(ctx, CallbackFilter{ParentSessionID: parentID, Pending: true}); err != nil || len(pending) == 0 {
+		return err
+	}
 	prompt := CallbackPrompt(pending)
 	params, _ := json.Marshal(map[string]string{"prompt": prompt})
 	demands := parent.Demands
@@ -611,8 +627,10 @@ func (c *LocalCoordinator) deliverCallbacks(ctx context.Context, tx Store, fx *e
 	for i, cb := range pending {
 		ids[i] = cb.ID
 	}
-	if _, err := tx.MarkCallbacksDelivered(ctx, ids, run.ID, run.CreatedAt); err != nil {
+	if n, err := tx.MarkCallbacksDelivered(ctx, ids, run.ID, run.CreatedAt); err != nil {
 		return err
+	} else if n != len(ids) {
+		return fmt.Errorf("orchestrator: %d of %d callbacks to session %s were delivered by someone else", len(ids)-n, len(ids), parentID)
 	}
 	if err := tx.AppendEvents(ctx, parent.ID, []*Event{eventOf(EventCallback, run.CreatedAt, map[string]any{
 		"run_id": run.ID, "callbacks": pending,

@@ -101,7 +101,7 @@ func (c *LocalCoordinator) sweepUnmatched(ctx context.Context) error {
 		if run.AgentType == AgentTypeAgent && run.Demands.RunnerID == "" {
 			msg = fmt.Sprintf("no runner can take this run: no runner that executes AI agents matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
 		}
-		if err := c.failRun(ctx, run, msg); err != nil {
+		if err := c.failPending(ctx, run, msg); err != nil {
 			return err
 		}
 	}

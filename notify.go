@@ -45,6 +45,16 @@ func (n *notifier) wait(key string) (<-chan struct{}, func()) {
 	}
 }
 
+// notifyAll wakes everyone waiting on any key.
+func (n *notifier) notifyAll() {
+	n.mu.Lock()
+	for key, kw := range n.chans {
+		close(kw.ch)
+		delete(n.chans, key)
+	}
+	n.mu.Unlock()
+}
+
 // notify wakes everyone waiting on key.
 func (n *notifier) notify(key string) {
 	n.mu.Lock()

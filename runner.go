@@ -69,10 +69,15 @@ type Runner struct {
 	reg  RunnerRegistration
 	blue map[string]*Blueprint
 
-	mu          sync.Mutex
-	runnerID    string
-	active      map[string]*activeRun // by run id
-	cancelPoll  context.CancelFunc    // ends a stop-only poll when a slot frees
+	mu       sync.Mutex
+	runnerID string
+	active   map[string]*activeRun // by run id
+	// recent holds the runs this runner finished in the last recentFor, recentOrder their ids oldest first:
+	// a poll answer built while one of them was still claimed may hand it out again (a redelivery), and it
+	// must not run twice.
+	recent      map[string]time.Time
+	recentOrder []string
+	cancelPoll  context.CancelFunc // ends a stop-only poll when a slot frees
 	pollIsStops bool
 	wg          sync.WaitGroup
 
@@ -162,6 +167,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			Blueprints:          cfg.Blueprints,
 		},
 		active:     map[string]*activeRun{},
+		recent:     map[string]time.Time{},
 		registered: make(chan struct{}),
 		reRegister: make(chan struct{}, 1),
 	}
@@ -342,7 +348,9 @@ func (r *Runner) start(runsCtx context.Context, asg *Assignment) {
 	ctx, cancel := context.WithCancel(runsCtx)
 	ar := &activeRun{asg: asg, cancel: cancel}
 	r.mu.Lock()
-	if _, dup := r.active[asg.Run.ID]; dup {
+	_, dup := r.active[asg.Run.ID]
+	_, done := r.recent[asg.Run.ID]
+	if dup || done {
 		r.mu.Unlock()
 		cancel()
 		return
@@ -360,11 +368,22 @@ func (r *Runner) start(runsCtx context.Context, asg *Assignment) {
 func (r *Runner) finished(runID string) {
 	r.mu.Lock()
 	delete(r.active, runID)
+	now := time.Now()
+	r.recent[runID] = now
+	r.recentOrder = append(r.recentOrder, runID)
+	for len(r.recentOrder) > 0 && now.Sub(r.recent[r.recentOrder[0]]) > recentFor {
+		delete(r.recent, r.recentOrder[0])
+		r.recentOrder = r.recentOrder[1:]
+	}
 	if r.pollIsStops && r.cancelPoll != nil {
 		r.cancelPoll() // a slot is free: poll again, this time for runs
 	}
 	r.mu.Unlock()
 }
+
+// recentFor is how long a finished run is remembered. A stale redelivery is a poll answer built before the
+// run's end was committed, so it arrives within a poll's round trip; a minute is ample.
+const recentFor = time.Minute
 
 // stop ends the execution of a session's run; why becomes the reported reason.
 func (r *Runner) stop(sessionID, why string) {
