@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -44,7 +45,7 @@ type ClientConfig struct {
 	// MaxResponseBytes bounds a response body. Default 64 MiB.
 	MaxResponseBytes int64
 	// HTTPClient is the underlying client. Default: a pooled client without an overall timeout (the
-	// per-request timeouts above apply).
+	// per-request timeouts above apply) that keeps up to 64 idle connections per coordinator.
 	HTTPClient *http.Client
 	// Logger receives retry messages. Default: discard.
 	Logger *slog.Logger
@@ -59,23 +60,55 @@ type ClientConfig struct {
 //
 // A Client pointed at a runner's gateway (AGENT_ORCHESTRATOR_API_URL, with AGENT_ORCHESTRATOR_TOKEN) gives
 // an executor's process the subset of calls the gateway allows, with the same code.
+//
+// # Several coordinators
+//
+// Coordinator replicas that share one PostgreSQL store serve the same API, and a Client may be given all
+// of them (see [NewClient]). Requests go to the current URL. When it gives no answer at all — the
+// connection is refused, reset or closed before a response (a coordinator that died or restarts) — the
+// Client makes the next URL current and repeats the request there at once, as long as repeating is safe:
+// every request that cannot have reached the coordinator (a failed dial), and every request that is safe
+// to repeat anyway (reads, long polls, heartbeats, reports, registrations). A request that is not safe to
+// repeat (POST /runs, POST /agents, POST events) and may have reached the dead coordinator returns its
+// error, and the next call goes to the new URL. An HTTP answer, even a 5xx, comes from a live coordinator
+// and never causes a switch; it is retried on the same URL like any answer. The Client stays on the new
+// URL until that one fails in turn (then it moves on, round-robin). A switch to a URL this request has not
+// tried yet does not wait and does not count against RetryMax.
+//
+// A runner given every replica's URL therefore keeps working through another replica when one dies: its
+// registration and its runs live in the shared store. A replica that hangs without closing connections is
+// noticed when a request's timeout passes (Timeout, or a long poll's wait plus LongPollGrace): that request
+// fails, and the next one goes to the next URL.
 type Client struct {
+	bases []string // without trailing slash
+	// base is bases joined with commas: the normalised form of NewClient's argument.
 	base string
+	cur  atomic.Int32
 	cfg  ClientConfig
-	hc   *retryablehttp.Client
+	// hc is the underlying HTTP client, shared by the per-request retryablehttp clients.
+	hc *http.Client
 }
 
 var _ orchestrator.Coordinator = (*Client)(nil)
 
 // NewClient returns a client for the coordinator at baseURL ("http://127.0.0.1:8765"; a path prefix is
-// kept).
+// kept). baseURL may name several coordinators sharing one store, separated by commas
+// ("http://a:8765,http://b:8765"): see "Several coordinators" above. The first one is current at first.
 func NewClient(baseURL string, cfg ClientConfig) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("httpapi: base URL %q must be an absolute http or https URL", baseURL)
+	var bases []string
+	for _, one := range strings.Split(baseURL, ",") {
+		one = strings.TrimSpace(one)
+		u, err := url.Parse(one)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("httpapi: base URL %q must be an absolute http or https URL", one)
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("httpapi: base URL %q must not have a query or fragment", one)
+		}
+		bases = append(bases, strings.TrimRight(u.String(), "/"))
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("httpapi: base URL %q must not have a query or fragment", baseURL)
+	if len(bases) > 64 {
+		return nil, fmt.Errorf("httpapi: %d base URLs; at most 64", len(bases))
 	}
 	if cfg.RetryMax == 0 {
 		cfg.RetryMax = 4
@@ -102,35 +135,120 @@ func NewClient(baseURL string, cfg ClientConfig) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "agent-orchestrator-go"
 	}
-	hc := retryablehttp.NewClient()
-	if cfg.HTTPClient != nil {
-		hc.HTTPClient = cfg.HTTPClient
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = retryablehttp.NewClient().HTTPClient // a pooled client without an overall timeout
+		if t, ok := hc.Transport.(*http.Transport); ok {
+			// A runner reports up to MaxConcurrent runs at once and a tool may call from many goroutines:
+			// keep their connections (the pooled default keeps GOMAXPROCS+1 per host and closes the rest).
+			t.MaxIdleConnsPerHost = 64
+		}
 	}
-	hc.Logger = cfg.Logger
-	hc.RetryMax = cfg.RetryMax
-	hc.RetryWaitMin, hc.RetryWaitMax = cfg.RetryWaitMin, cfg.RetryWaitMax
-	hc.Backoff = retryablehttp.LinearJitterBackoff
-	hc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	hc.CheckRetry = checkRetry
-	return &Client{base: strings.TrimRight(u.String(), "/"), cfg: cfg, hc: hc}, nil
+	return &Client{bases: bases, base: strings.Join(bases, ","), cfg: cfg, hc: hc}, nil
 }
 
-type unsafeKey struct{}
+// URL returns the base URL requests currently go to.
+func (c *Client) URL() string { return c.bases[c.cur.Load()] }
 
-// checkRetry is retryablehttp's default policy, except for requests that must not run twice: those are
-// retried only when they cannot have reached the coordinator.
-func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+// failedOver is called when the coordinator at bases[idx] gave no answer: unless another request moved
+// on already, the next URL becomes current. It returns the current index.
+func (c *Client) failedOver(idx int, err error) int {
+	if len(c.bases) > 1 {
+		next := (idx + 1) % len(c.bases)
+		if c.cur.CompareAndSwap(int32(idx), int32(next)) {
+			c.cfg.Logger.Warn("coordinator unreachable; switching to the next URL",
+				"from", c.bases[idx], "to", c.bases[next], "err", err)
+		}
+	}
+	return int(c.cur.Load())
+}
+
+// attempt is the state of one request across its retries: which URL it used and which it tried.
+type attempt struct {
+	c *Client
+	// rest is the request's path and query, appended to a base URL.
+	rest   string
+	unsafe bool
+	idx    int    // the base URL of the current try
+	tried  uint64 // bit i: bases[i] was tried
+	// retries counts the retries that were not switches (bounded by RetryMax).
+	retries int
+	// now tells Backoff to retry at once (a switch to a URL not tried yet).
+	now bool
+}
+
+// retrier returns the retryablehttp client of one request.
+func (a *attempt) retrier() *retryablehttp.Client {
+	c := a.c
+	return &retryablehttp.Client{
+		HTTPClient:   c.hc,
+		Logger:       c.cfg.Logger,
+		RetryWaitMin: c.cfg.RetryWaitMin,
+		RetryWaitMax: c.cfg.RetryWaitMax,
+		// Switches to URLs not tried yet are extra tries.
+		RetryMax:     c.cfg.RetryMax + len(c.bases) - 1,
+		CheckRetry:   a.checkRetry,
+		Backoff:      a.backoff,
+		PrepareRetry: a.prepareRetry,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+}
+
+// checkRetry is retryablehttp's default policy, except that a request that must not run twice is retried
+// only when it cannot have reached the coordinator, and that a coordinator that gives no answer makes the
+// next URL current.
+func (a *attempt) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	a.now = false
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	if ctx.Value(unsafeKey{}) == nil {
-		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
-	}
-	if err != nil {
+	retry := false
+	switch {
+	case err != nil:
+		// No answer. Errors that no URL would cure (a bad certificate, a bad scheme) are not retried.
+		if ok, _ := retryablehttp.DefaultRetryPolicy(ctx, nil, err); !ok {
+			return false, nil
+		}
 		var op *net.OpError
-		return errors.As(err, &op) && op.Op == "dial", nil
+		dial := errors.As(err, &op) && op.Op == "dial"
+		next := a.c.failedOver(a.idx, err)
+		if a.unsafe && !dial {
+			return false, nil
+		}
+		if next != a.idx && a.tried&(1<<next) == 0 {
+			a.now = true
+			return true, nil // a switch: not counted
+		}
+		retry = true
+	case !a.unsafe:
+		retry, _ = retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+	default:
+		retry = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
 	}
-	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable, nil
+	if !retry || a.retries >= a.c.cfg.RetryMax {
+		return false, nil
+	}
+	a.retries++
+	return true, nil
+}
+
+func (a *attempt) backoff(min, max time.Duration, n int, resp *http.Response) time.Duration {
+	if a.now {
+		return 0
+	}
+	return retryablehttp.LinearJitterBackoff(min, max, n, resp)
+}
+
+// prepareRetry points the retry at the current URL (another request may have switched it too).
+func (a *attempt) prepareRetry(req *http.Request) error {
+	a.idx = int(a.c.cur.Load())
+	a.tried |= 1 << a.idx
+	u, err := url.Parse(a.c.bases[a.idx] + a.rest)
+	if err != nil {
+		return err
+	}
+	req.URL, req.Host = u, u.Host
+	return nil
 }
 
 // call describes one request.
@@ -162,18 +280,16 @@ func (c *Client) do(ctx context.Context, cl call, out any) (int, error) {
 	callerCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if cl.unsafe {
-		ctx = context.WithValue(ctx, unsafeKey{}, true)
-	}
-	u := c.base + cl.path
+	a := &attempt{c: c, rest: cl.path, unsafe: cl.unsafe, idx: int(c.cur.Load())}
+	a.tried = 1 << a.idx
 	if len(cl.query) > 0 {
-		u += "?" + cl.query.Encode()
+		a.rest += "?" + cl.query.Encode()
 	}
 	var raw any
 	if body != nil {
 		raw = body
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, cl.method, u, raw)
+	req, err := retryablehttp.NewRequestWithContext(ctx, cl.method, c.bases[a.idx]+a.rest, raw)
 	if err != nil {
 		return 0, fmt.Errorf("httpapi: %w", err)
 	}
@@ -190,10 +306,13 @@ func (c *Client) do(ctx context.Context, cl call, out any) (int, error) {
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	resp, err := c.hc.Do(req)
+	resp, err := a.retrier().Do(req)
 	if err != nil {
 		if callerCtx.Err() != nil {
 			return 0, fmt.Errorf("httpapi: %s %s: %w", cl.method, cl.path, err)
+		}
+		if ctx.Err() != nil {
+			c.failedOver(a.idx, err) // no answer within the request's timeout: a hung coordinator
 		}
 		return 0, &transportError{op: cl.method + " " + cl.path, err: err}
 	}
