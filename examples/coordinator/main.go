@@ -1,10 +1,18 @@
-// Command coordinator serves the orchestrator's HTTP API over an embedded SQLite file (or PostgreSQL).
+// Command coordinator serves the orchestrator's HTTP API, and MCP at /mcp, over an embedded SQLite file
+// (or PostgreSQL).
 //
-//	go run ./examples/coordinator -addr 127.0.0.1:8765 -db orchestrator.db
+//	go run ./examples/coordinator -addr 127.0.0.1:8765 -db orchestrator.db [-agents-dir ./agents]
 //
 // Tokens come from -admin-token, -client-token and -runner-token or from ORCHESTRATOR_ADMIN_TOKEN,
 // ORCHESTRATOR_CLIENT_TOKEN and ORCHESTRATOR_RUNNER_TOKEN (comma-separated lists allowed). Without any, the
 // API is open and the coordinator refuses a non-loopback address unless -insecure is given.
+//
+// -agents-dir loads AI agent blueprints (*.json) into the registry at start, creating or replacing them.
+// -webhook-secret (or ORCHESTRATOR_WEBHOOK_SECRET) signs deliveries to runs' callback_url; without it runs
+// cannot ask for one.
+//
+// Several coordinators may serve one PostgreSQL database (-db postgres://…): they wake each other's parked
+// runners through LISTEN/NOTIFY, and runners and clients may be given all their URLs, comma-separated.
 package main
 
 import (
@@ -20,59 +28,84 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
+type options struct {
+	addr, db, agentsDir, webhookSecret string
+	admin, client, runner              string
+	insecure                           bool
+}
+
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8765", "address to listen on")
-	db := flag.String("db", "orchestrator.db", "SQLite file, or a postgres:// URL")
-	insecure := flag.Bool("insecure", false, "allow an open API (no tokens) on a non-loopback address")
-	admin := flag.String("admin-token", os.Getenv("ORCHESTRATOR_ADMIN_TOKEN"), "admin bearer token(s), comma-separated")
-	client := flag.String("client-token", os.Getenv("ORCHESTRATOR_CLIENT_TOKEN"), "client bearer token(s)")
-	runner := flag.String("runner-token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token(s)")
+	var o options
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:8765", "address to listen on")
+	flag.StringVar(&o.db, "db", "orchestrator.db", "SQLite file, or a postgres:// URL")
+	flag.BoolVar(&o.insecure, "insecure", false, "allow an open API (no tokens) on a non-loopback address")
+	flag.StringVar(&o.admin, "admin-token", os.Getenv("ORCHESTRATOR_ADMIN_TOKEN"), "admin bearer token(s), comma-separated")
+	flag.StringVar(&o.client, "client-token", os.Getenv("ORCHESTRATOR_CLIENT_TOKEN"), "client bearer token(s)")
+	flag.StringVar(&o.runner, "runner-token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token(s)")
+	flag.StringVar(&o.agentsDir, "agents-dir", "", "folder of AI agent blueprints (*.json) loaded into the registry at start")
+	flag.StringVar(&o.webhookSecret, "webhook-secret", os.Getenv("ORCHESTRATOR_WEBHOOK_SECRET"), "HMAC secret signing callback_url deliveries")
 	var cfg orchestrator.CoordinatorConfig
 	flag.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "how often runners heartbeat")
 	flag.DurationVar(&cfg.StaleAfter, "stale-after", 90*time.Second, "no heartbeat for this long: the runner claims nothing new")
 	flag.DurationVar(&cfg.OfflineAfter, "offline-after", 180*time.Second, "no heartbeat for this long: the runner's runs fail")
 	flag.DurationVar(&cfg.NoMatchTimeout, "no-match-timeout", 300*time.Second, "fail a run no runner can take after this long")
+	flag.DurationVar(&cfg.RedeliverAfter, "redeliver-after", 15*time.Second, "hand a claimed run its runner never started to it again after this long")
+	flag.DurationVar(&cfg.Retention, "retention", 0, "delete sessions that ended longer ago than this (0: keep everything)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *addr, *db, *insecure, *admin, *client, *runner, cfg); err != nil {
+	if err := run(ctx, log, o, cfg); err != nil {
 		log.Error("coordinator failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, addr, db string, insecure bool, admin, client, runner string, cfg orchestrator.CoordinatorConfig) error {
-	tokens, err := httpapi.ParseTokens(admin, client, runner)
+func run(ctx context.Context, log *slog.Logger, o options, cfg orchestrator.CoordinatorConfig) error {
+	tokens, err := httpapi.ParseTokens(o.admin, o.client, o.runner)
 	if err != nil {
 		return err
 	}
-	if err := httpapi.CheckListenAddr(addr, len(tokens) == 0, insecure); err != nil {
+	if err := httpapi.CheckListenAddr(o.addr, len(tokens) == 0, o.insecure); err != nil {
 		return err
 	}
-	store, err := sqlstore.New(ctx, db, &sqlstore.Config{Logger: log})
+	var agents []*orchestrator.Blueprint
+	if o.agentsDir != "" {
+		if agents, err = orchestrator.LoadAgentBlueprints(o.agentsDir); err != nil {
+			return err
+		}
+	}
+	store, err := sqlstore.New(ctx, o.db, &sqlstore.Config{Logger: log})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	cfg.Store, cfg.Logger = store, log
+	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
+	cfg.Store, cfg.Logger, cfg.Notifier, cfg.WebhookSecret = store, log, store.Notifier(), []byte(o.webhookSecret)
 	coord, err := orchestrator.NewCoordinator(cfg)
 	if err != nil {
+		return err
+	}
+	if err := coord.PutAgents(ctx, agents); err != nil {
 		return err
 	}
 	if err := coord.Start(ctx); err != nil {
 		return err
 	}
 	defer coord.Stop()
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
-	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(db), "auth", len(tokens) > 0)
-	return httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, httpapi.Config{Tokens: tokens, Logger: log}), 10*time.Second, log)
+	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(o.db), "auth", len(tokens) > 0,
+		"notifier", cfg.Notifier != nil, "agents_loaded", len(agents))
+	api := httpapi.NewHandler(coord, httpapi.Config{Tokens: tokens, Logger: log,
+		MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})})
+	return httpapi.Serve(ctx, ln, api, 10*time.Second, log)
 }
 
 // redact hides a database URL's password in logs.
