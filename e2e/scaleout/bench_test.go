@@ -1,0 +1,358 @@
+package scaleout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/executor/gofunc"
+	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+// The benchmarks of BENCHMARKS.md's "SQLite and PostgreSQL side by side". Each runs b.N runs of a no-op Go
+// function through one path and reports runs/s (wall clock, from the first StartRun to the last completed
+// session); run them with a fixed count:
+//
+//	ORCHESTRATOR_TEST_POSTGRES_URL=… go test -run '^$' -bench . -benchtime 5000x ./e2e/scaleout/
+//
+// BENCH_PRODUCERS (default 8) sets the client goroutines creating runs, BENCH_CONCURRENCY (default 32) the
+// runner's MaxConcurrent; BENCH_NOTIFIER=0 leaves the PostgreSQL coordinator without its Notifier (a
+// lone coordinator needs none). The PostgreSQL variants are skipped without ORCHESTRATOR_TEST_POSTGRES_URL.
+
+// benchStores are the stores compared: a SQLite WAL file, and a fresh PostgreSQL schema.
+func benchStores() []struct {
+	name string
+	open func(b *testing.B) *sqlstore.Store
+} {
+	return []struct {
+		name string
+		open func(b *testing.B) *sqlstore.Store
+	}{
+		{"SQLite", func(b *testing.B) *sqlstore.Store {
+			return openStore(b, filepath.Join(b.TempDir(), "bench.db"))
+		}},
+		{"Postgres", func(b *testing.B) *sqlstore.Store {
+			return openStore(b, postgresSchema(b))
+		}},
+	}
+}
+
+func openStore(b *testing.B, dsn string) *sqlstore.Store {
+	b.Helper()
+	s, err := sqlstore.New(context.Background(), dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func perRun(ops map[string]int, n int) map[string]float64 {
+	out := map[string]float64{}
+	for op, c := range ops {
+		out[op] = float64(int(float64(c)/float64(n)*100)) / 100
+	}
+	return out
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func noopExecutor() *gofunc.Executor {
+	return gofunc.New(gofunc.NewRawTask("noop", "does nothing",
+		json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"}}}`), nil,
+		func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), nil
+		}))
+}
+
+// BenchmarkEmbeddedPath is the root package's BenchmarkEmbeddedPath on both stores: StartRun → claim → a
+// no-op Go function → completion report, all in-process (the runner calls the LocalCoordinator).
+func BenchmarkEmbeddedPath(b *testing.B) {
+	for _, st := range benchStores() {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			coord := newBenchCoordinator(b, store)
+			benchPath(b, coord, coord)
+		})
+	}
+}
+
+// BenchmarkHTTPPath is the same work over HTTP on loopback: the coordinator's handler on a listener, a
+// runner on an httpapi.Client (long polls, reports), and producers creating async runs through another
+// httpapi.Client.
+func BenchmarkHTTPPath(b *testing.B) {
+	for _, st := range benchStores() {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			coord := newBenchCoordinator(b, store)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() {
+				served <- httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, httpapi.Config{}), time.Second, nil)
+			}()
+			b.Cleanup(func() { cancel(); <-served })
+			url := "http://" + ln.Addr().String()
+			runnerClient, err := httpapi.NewClient(url, httpapi.ClientConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			producerClient, err := httpapi.NewClient(url, httpapi.ClientConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchPath(b, runnerClient, producerClient, coord)
+		})
+	}
+}
+
+// queryCounter counts the statements that go through bun (the prepared ones — the claim, and SQLite's
+// inserts and guarded updates — bypass bun's hooks and are not counted).
+type queryCounter struct {
+	mu   sync.Mutex
+	byOp map[string]int
+}
+
+func (q *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (q *queryCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	q.mu.Lock()
+	q.byOp[e.Operation()]++
+	q.mu.Unlock()
+}
+
+func (q *queryCounter) reset() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.byOp
+	q.byOp = map[string]int{}
+	return out
+}
+
+var counters sync.Map // *bun.DB → *queryCounter
+
+func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *orchestrator.LocalCoordinator {
+	b.Helper()
+	if store.Notifier() != nil { // PostgreSQL: on SQLite most hot statements bypass bun, so a count means little
+		qc := &queryCounter{byOp: map[string]int{}}
+		store.DB().AddQueryHook(qc)
+		counters.Store(store.DB(), qc)
+	}
+	cfg := orchestrator.CoordinatorConfig{Store: store}
+	if os.Getenv("BENCH_NOTIFIER") != "0" {
+		cfg.Notifier = store.Notifier() // nil on SQLite; on PostgreSQL what a replica runs with
+	}
+	coord, err := orchestrator.NewCoordinator(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := coord.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(coord.Stop)
+	return coord
+}
+
+// benchPath runs b.N runs: a runner on runnerSide executes them, producers create them through
+// producerSide, and completion is watched on local (the in-process coordinator; default: producerSide).
+func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, local ...*orchestrator.LocalCoordinator) {
+	ctx := context.Background()
+	watch, _ := producerSide.(*orchestrator.LocalCoordinator)
+	if len(local) > 0 {
+		watch = local[0]
+	}
+	funcs := noopExecutor()
+	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+		Coordinator: runnerSide, Executor: funcs, Blueprints: funcs.Blueprints(),
+		MaxConcurrent: envInt("BENCH_CONCURRENCY", 32),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	<-runner.Registered()
+
+	producers := envInt("BENCH_PRODUCERS", 8)
+	ids := make([]string, b.N)
+	open := []orchestrator.RunStatus{orchestrator.RunPending, orchestrator.RunClaimed, orchestrator.RunRunning}
+	var qc *queryCounter
+	if st, ok := watch.Store().(*sqlstore.Store); ok {
+		if v, ok := counters.Load(st.DB()); ok {
+			qc = v.(*queryCounter)
+			qc.reset()
+		}
+	}
+	var ru0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	began := time.Now()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := p; i < b.N; i += producers {
+				res, err := producerSide.StartRun(ctx, orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`)})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				ids[i] = res.SessionID
+			}
+		})
+	}
+	wg.Wait()
+	// Done when no run is open any more (one indexed read every few milliseconds).
+	for {
+		rs, err := watch.Store().ListRuns(ctx, orchestrator.RunFilter{Statuses: open, Limit: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rs) == 0 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	var ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
+	if qc != nil {
+		ops := qc.reset()
+		total := 0
+		for _, n := range ops {
+			total += n
+		}
+		b.ReportMetric(float64(total)/float64(b.N), "bun-queries/run")
+		if b.N >= 100 {
+			b.Logf("bun statements per run by operation: %v (n=%d)", perRun(ops, b.N), b.N)
+		}
+	}
+	for _, id := range ids {
+		s, err := watch.Store().GetSession(ctx, id)
+		if err != nil || s.Status != orchestrator.SessionCompleted {
+			b.Fatalf("session %s: %+v, %v", id, s, err)
+		}
+	}
+}
+
+// BenchmarkRetention deletes 10,000 ended sessions (each with a run and three events) in batches of 500,
+// as the coordinator's retention sweep does: Bulk is Store.DeleteEndedSessions (one DELETE per table per
+// batch), PerSession the same batches deleted one DeleteSession at a time (what DeleteEndedSessions did
+// first). It reports sessions deleted per second.
+func BenchmarkRetention(b *testing.B) {
+	const sessions, batch = 10000, 500
+	for _, st := range benchStores() {
+		for _, mode := range []string{"Bulk", "PerSession"} {
+			b.Run(st.name+"/"+mode, func(b *testing.B) {
+				store := st.open(b)
+				ctx := context.Background()
+				var total time.Duration
+				for i := 0; i < b.N; i++ {
+					fillEnded(b, store, i, sessions)
+					began := time.Now()
+					deleted := 0
+					for {
+						var n int
+						var err error
+						if mode == "Bulk" {
+							n, err = store.DeleteEndedSessions(ctx, time.Now(), batch)
+						} else {
+							err = store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+								n = 0
+								old, err := tx.ListSessions(ctx, orchestrator.SessionFilter{EndedBefore: time.Now(), Limit: batch})
+								if err != nil {
+									return err
+								}
+								for _, s := range old {
+									if err := tx.DeleteSession(ctx, s.ID); err != nil {
+										return err
+									}
+									n++
+								}
+								return nil
+							})
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						deleted += n
+						if n < batch {
+							break
+						}
+					}
+					total += time.Since(began)
+					if deleted != sessions {
+						b.Fatalf("deleted %d sessions, want %d", deleted, sessions)
+					}
+				}
+				b.ReportMetric(float64(sessions*b.N)/total.Seconds(), "sessions/s")
+			})
+		}
+	}
+}
+
+// fillEnded creates n ended sessions, each with a completed run and three events.
+func fillEnded(b *testing.B, store orchestrator.Store, round, n int) {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	ctx := context.Background()
+	ended := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+	for start := 0; start < n; start += 500 {
+		err := store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+			for i := start; i < min(start+500, n); i++ {
+				id := fmt.Sprintf("%d_%06d", round, i)
+				se := &orchestrator.Session{ID: "ses_" + id, AgentName: "noop", AgentType: orchestrator.AgentTypeDeterministic,
+					Status: orchestrator.SessionCompleted, Parameters: json.RawMessage(`{"i":1}`), CreatedAt: ended, UpdatedAt: ended, EndedAt: &ended}
+				if err := tx.CreateSession(ctx, se); err != nil {
+					return err
+				}
+				run := &orchestrator.Run{ID: "run_" + id, SessionID: se.ID, AgentName: "noop", AgentType: orchestrator.AgentTypeDeterministic,
+					Type: orchestrator.RunTypeStart, Mode: orchestrator.ModeAsyncPoll, Status: orchestrator.RunCompleted,
+					Parameters: json.RawMessage(`{"i":1}`), CreatedAt: ended}
+				if err := tx.CreateRun(ctx, run); err != nil {
+					return err
+				}
+				evs := make([]*orchestrator.Event, 3)
+				for k := range evs {
+					e := orchestrator.NewEvent(orchestrator.EventProgress, map[string]int{"k": k})
+					evs[k] = &e
+				}
+				if err := tx.AppendEvents(ctx, se.ID, evs); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
