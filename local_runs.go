@@ -464,9 +464,11 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 		"run_id": run.ID, "status": status, "error": errMsg,
 	}))
 	sessionStatus := SessionStatus(status)
-	s, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending, SessionRunning}, SessionUpdate{
-		Status: &sessionStatus, Result: res, Error: &errMsg, EndedAt: &now, UpdatedAt: now,
-	})
+	upd := SessionUpdate{Status: &sessionStatus, Result: res, Error: &errMsg, EndedAt: &now, UpdatedAt: now}
+	if run.RunnerID != "" {
+		upd.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
+	}
+	s, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending, SessionRunning}, upd)
 	if err != nil {
 		return err
 	}

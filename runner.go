@@ -42,6 +42,12 @@ type RunnerConfig struct {
 	// ShutdownGrace is how long runs in progress may go on after the runner's context ends; then they are
 	// stopped. Default 30s.
 	ShutdownGrace time.Duration
+	// StartedDelay is how long a run executes before the runner reports it started (the session shows
+	// running from then on), unless it emits events sooner, which reports it at once. A run that ends
+	// sooner and quietly is reported once, when it ends: the started report would cost a store
+	// transaction (and an HTTP request) for a state nobody would see. Default 250ms; negative reports
+	// every run started at once.
+	StartedDelay time.Duration
 	// ReportTimeout is how long the runner keeps retrying a run's final report (the coordinator may be
 	// restarting) before it gives the result up. Default 10m.
 	ReportTimeout time.Duration
@@ -133,6 +139,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 30 * time.Second
+	}
+	if cfg.StartedDelay == 0 {
+		cfg.StartedDelay = 250 * time.Millisecond
 	}
 	if cfg.ReportTimeout <= 0 {
 		cfg.ReportTimeout = 10 * time.Minute
@@ -458,9 +467,21 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	// The started report travels while the execution begins, so dispatch latency does not include a round
 	// trip to the coordinator. The final report waits for it (so the coordinator sees started before
 	// ended); a refusal — the run was stopped or is no longer this runner's — ends the execution unreported.
-	started := make(chan struct{})
+	// The started report goes out after StartedDelay, or as soon as the run shows activity (its first
+	// events), whichever comes first; a run over before either is recorded by its final report alone.
+	started, execDone, active := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(started)
+		if d := r.cfg.StartedDelay; d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-execDone:
+				return
+			case <-active:
+			case <-t.C:
+			}
+		}
 		err := r.co.ReportRun(bg, RunReport{RunnerID: rid, RunID: run.ID, Status: RunRunning})
 		switch {
 		case err == nil:
@@ -485,7 +506,10 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 				inv.Env[k] = v
 			}
 		}
+		var activeOnce sync.Once
 		sink := EventSinkFunc(func(_ context.Context, events ...Event) error {
+			// The session shows running before its first events are visible.
+			activeOnce.Do(func() { close(active); <-started })
 			_, err := r.co.AppendEvents(bg, run.SessionID, events)
 			return err
 		})
@@ -494,6 +518,7 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 			closeGW()
 		}
 	}
+	close(execDone)
 	<-started
 	r.mu.Lock()
 	why, abandoned := ar.why, ar.abandoned

@@ -94,7 +94,7 @@ func (s *Store) deleteEndedChunk(ctx context.Context, before time.Time, limit in
 var endedStatuses = []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped}
 
 // endedSessionsSQL selects the ids of a retention batch (parameters: the ended statuses, the cutoff, the
-// limit). sessions_ended (ended_at) serves the range and the order; the NOT EXISTS probes use
+// limit). sessions_ended_at (ended_at, id, ended sessions only) serves the range and the order; the NOT EXISTS probes use
 // sessions_parent, callbacks_parent and webhooks_session.
 func endedSessionsSQL(pg bool) string {
 	q := "SELECT s.id FROM sessions AS s" +
