@@ -89,7 +89,13 @@ func New(coord orchestrator.Coordinator, cfg Config) *Gateway {
 	sc := &scoped{inner: coord}
 	var mcp http.Handler
 	if cfg.MCP != nil {
-		mcp = cfg.MCP(sc)
+		// Built on first use: a runner whose agents never call MCP does not pay for the server's memory.
+		var once sync.Once
+		var h http.Handler
+		mcp = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			once.Do(func() { h = cfg.MCP(sc) })
+			h.ServeHTTP(w, r)
+		})
 	}
 	g.handler = httpapi.NewHandler(sc, httpapi.Config{
 		Authenticator: g,

@@ -1,0 +1,110 @@
+package benchmarks
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/executor/deterministic"
+	"github.com/agentorchestrator/orchestrator/gateway"
+	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+// system is a coordinator serving HTTP on loopback over a SQLite file, as examples/coordinator runs it.
+type system struct {
+	coord *orchestrator.LocalCoordinator
+	url   string
+}
+
+func startCoordinator(tb testing.TB, cfg orchestrator.CoordinatorConfig) *system {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := sqlstore.New(ctx, filepath.Join(tb.TempDir(), "bench.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Store = st
+	coord, err := orchestrator.NewCoordinator(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := coord.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, httpapi.Config{}), time.Second, nil)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-served
+		coord.Stop()
+		st.Close()
+	})
+	return &system{coord: coord, url: "http://" + ln.Addr().String()}
+}
+
+func client(tb testing.TB, url string) *httpapi.Client {
+	tb.Helper()
+	c, err := httpapi.NewClient(url, httpapi.ClientConfig{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// startRunner runs an in-process runner that talks to the coordinator over HTTP, with the deterministic
+// executor and a gateway, as examples/runner does.
+func startRunner(tb testing.TB, url string, maxConc int, blueprints ...*orchestrator.Blueprint) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := client(tb, url)
+	gw := gateway.New(c, gateway.Config{})
+	r, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+		Coordinator: c, Executor: deterministic.New(deterministic.Config{StopGrace: time.Second}), Gateway: gw,
+		Blueprints: blueprints, MaxConcurrent: maxConc, Hostname: "bench", ProjectDir: tb.TempDir(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		gw.Close()
+	})
+	select {
+	case <-r.Registered():
+	case <-time.After(10 * time.Second):
+		tb.Fatal("runner did not register")
+	}
+}
+
+func blueprint(name, command string) *orchestrator.Blueprint {
+	return &orchestrator.Blueprint{Name: name, Type: orchestrator.AgentTypeDeterministic, Command: command,
+		ParametersSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+// percentile returns the p-th percentile (0..100) of ds, nearest rank.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(p/100*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

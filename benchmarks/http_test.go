@@ -1,0 +1,71 @@
+package benchmarks
+
+import (
+	"context"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+)
+
+// BenchmarkBinTrue runs /bin/true as a deterministic agent end to end over HTTP — clients POST /runs
+// (async) to a coordinator on loopback, a runner on the HTTP client claims the runs and spawns the
+// subprocesses, reports, and the clients wait for every session to complete — and, in the same run, the
+// raw rate at which this machine spawns /bin/true with the same concurrency, for comparison.
+func BenchmarkBinTrue(b *testing.B) {
+	const concurrency = 8
+	b.Run("orchestrator", func(b *testing.B) {
+		sys := startCoordinator(b, orchestrator.CoordinatorConfig{})
+		startRunner(b, sys.url, concurrency, blueprint("true", "/bin/true"))
+		ctx := context.Background()
+		const producers = 4
+		ids := make([]string, b.N)
+		b.ResetTimer()
+		began := time.Now()
+		var wg sync.WaitGroup
+		for p := range producers {
+			c := client(b, sys.url)
+			wg.Go(func() {
+				for i := p; i < b.N; i += producers {
+					res, err := c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "true"})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					ids[i] = res.SessionID
+				}
+			})
+		}
+		wg.Wait()
+		c := client(b, sys.url)
+		for _, id := range ids {
+			s, err := c.WaitSession(ctx, id, time.Minute)
+			if err != nil || s.Status != orchestrator.SessionCompleted {
+				b.Fatalf("session %s: %+v %v", id, s, err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "runs/s")
+	})
+	b.Run("raw-spawn", func(b *testing.B) {
+		began := time.Now()
+		var wg sync.WaitGroup
+		next := make(chan struct{})
+		for range concurrency {
+			wg.Go(func() {
+				for range next {
+					if err := exec.Command("/bin/true").Run(); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		for range b.N {
+			next <- struct{}{}
+		}
+		close(next)
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "spawns/s")
+	})
+}
