@@ -31,7 +31,8 @@ type ClientConfig struct {
 	// are retried only when they cannot have reached the coordinator: the connection failed, or the answer
 	// was 429 or 503.
 	RetryMax int
-	// RetryWaitMin and RetryWaitMax bound the linear, jittered backoff between retries. Defaults 200ms and 5s.
+	// RetryWaitMin and RetryWaitMax bound the linear, jittered backoff between retries (a Retry-After
+	// answer on 429 or 503 is honoured even when longer). Defaults 200ms and 5s.
 	RetryWaitMin, RetryWaitMax time.Duration
 	// Timeout bounds a request, retries included. Long polls get their wait plus LongPollGrace instead.
 	// Default 30s.
@@ -232,11 +233,18 @@ func (a *attempt) checkRetry(ctx context.Context, resp *http.Response, err error
 	return true, nil
 }
 
-func (a *attempt) backoff(min, max time.Duration, n int, resp *http.Response) time.Duration {
+func (a *attempt) backoff(lo, hi time.Duration, n int, resp *http.Response) time.Duration {
 	if a.now {
 		return 0
 	}
-	return retryablehttp.LinearJitterBackoff(min, max, n, resp)
+	// retryablehttp's linear jitter multiplies by the attempt number, which would let the wait grow far
+	// past max (a restarted coordinator would find its runners asleep for tens of seconds): cap it, unless
+	// the server asked for a longer wait with Retry-After.
+	d := retryablehttp.RateLimitLinearJitterBackoff(lo, hi, n, resp)
+	if resp == nil || resp.Header.Get("Retry-After") == "" {
+		d = min(d, hi)
+	}
+	return d
 }
 
 // prepareRetry points the retry at the current URL (another request may have switched it too).
