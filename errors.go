@@ -1,8 +1,11 @@
 package orchestrator
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Sentinel errors. Every error the library returns for a caller's mistake or a missing record wraps one of
@@ -84,4 +87,34 @@ func ErrorCode(err error) string {
 		return "too_large"
 	}
 	return "internal_error"
+}
+
+// MarshalJSON renders the error as the API's error body, {"error": code, "message": …, …details}: the HTTP
+// API answers it and the MCP server returns it to models. Details come in key order and never replace the
+// first two fields.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"error":`)
+	writeJSON(&buf, e.Code)
+	buf.WriteString(`,"message":`)
+	writeJSON(&buf, e.Message)
+	keys := make([]string, 0, len(e.Details))
+	for k := range e.Details {
+		if k != "error" && k != "message" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b, err := json.Marshal(e.Details[k])
+		if err != nil {
+			continue // a detail that cannot be rendered is left out rather than losing the error
+		}
+		buf.WriteByte(',')
+		writeJSON(&buf, k)
+		buf.WriteByte(':')
+		buf.Write(b)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }

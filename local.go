@@ -288,3 +288,45 @@ func (f found[T]) as(what, id string) (T, error) {
 	}
 	return f.v, f.err
 }
+
+// await calls look until it reports done, parking between looks until something is notified on key (or
+// also on key2, when not empty), wait elapses or ctx ends; a wait of zero looks once. The notification
+// channels are taken before each look, so nothing that happens after a look is missed: a waiter is woken
+// the moment what it waits for may have happened, never by polling. It returns (false, nil) when wait
+// elapses, and ctx's error when ctx ends.
+func (c *LocalCoordinator) await(ctx context.Context, wait time.Duration, key, key2 string, look func() (bool, error)) (bool, error) {
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		ch, release := c.notify.wait(key)
+		var ch2 <-chan struct{}
+		release2 := func() {}
+		if key2 != "" {
+			ch2, release2 = c.notify.wait(key2)
+		}
+		done, err := look()
+		if done || err != nil || timer == nil {
+			release()
+			release2()
+			return done, err
+		}
+		select {
+		case <-ch:
+		case <-ch2:
+		case <-timer:
+			release()
+			release2()
+			return false, nil
+		case <-ctx.Done():
+			release()
+			release2()
+			return false, ctx.Err()
+		}
+		release()
+		release2()
+	}
+}

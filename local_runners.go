@@ -177,37 +177,19 @@ func (c *LocalCoordinator) PollWork(ctx context.Context, p PollParams) (*Work, e
 		return nil, Errorf(ErrInvalid, "invalid_request", "max must not be negative")
 	}
 	wait := min(max(p.Wait, 0), c.cfg.PollTimeout)
-	var timer <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timer = t.C
+	var work *Work
+	done, err := c.await(ctx, wait, runnerKey(p.RunnerID), anyRunnerKey, func() (bool, error) {
+		var err error
+		work, err = c.pollOnce(ctx, p)
+		return err == nil && !work.Empty(), err
+	})
+	if err != nil {
+		return nil, err
 	}
-	for {
-		// Take the wake-up channels before looking, so nothing that happens after the look is missed.
-		mine, releaseMine := c.notify.wait(runnerKey(p.RunnerID))
-		anyone, releaseAny := c.notify.wait(anyRunnerKey)
-		work, err := c.pollOnce(ctx, p)
-		if err != nil || !work.Empty() || timer == nil {
-			releaseMine()
-			releaseAny()
-			return work, err
-		}
-		select {
-		case <-mine:
-		case <-anyone:
-		case <-timer:
-			releaseMine()
-			releaseAny()
-			return &Work{}, nil
-		case <-ctx.Done():
-			releaseMine()
-			releaseAny()
-			return nil, ctx.Err()
-		}
-		releaseMine()
-		releaseAny()
+	if !done {
+		return &Work{}, nil
 	}
+	return work, nil
 }
 
 func (c *LocalCoordinator) pollOnce(ctx context.Context, p PollParams) (*Work, error) {

@@ -40,30 +40,16 @@ func (c *LocalCoordinator) ListSessions(ctx context.Context, f SessionFilter) (*
 // WaitSession returns the session as soon as it has ended, or as it is when wait elapses. It parks on a
 // notification, never a sleep loop.
 func (c *LocalCoordinator) WaitSession(ctx context.Context, id string, wait time.Duration) (*Session, error) {
-	var timer <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timer = t.C
+	var s *Session
+	done, err := c.await(ctx, wait, sessionKey(id), "", func() (bool, error) {
+		var err error
+		s, err = c.GetSession(ctx, id)
+		return err == nil && s.Status.Ended(), err
+	})
+	if err != nil || done || wait <= 0 {
+		return s, err
 	}
-	for {
-		ch, release := c.notify.wait(sessionKey(id))
-		s, err := c.GetSession(ctx, id)
-		if err != nil || s.Status.Ended() || timer == nil {
-			release()
-			return s, err
-		}
-		select {
-		case <-ch:
-			release()
-		case <-timer:
-			release()
-			return c.GetSession(ctx, id)
-		case <-ctx.Done():
-			release()
-			return nil, ctx.Err()
-		}
-	}
+	return c.GetSession(ctx, id) // as it is when the wait ends
 }
 
 // StopSession stops the session's current run (see [LocalCoordinator.StopRun]); an idle session is
@@ -112,38 +98,21 @@ func (c *LocalCoordinator) ListEvents(ctx context.Context, sessionID string, aft
 		limit = 100
 	}
 	limit = min(limit, c.limits.MaxEventsPage)
-	var timer <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timer = t.C
-	}
-	for {
-		ch, release := c.notify.wait(eventsKey(sessionID))
+	var evs []*Event
+	_, err := c.await(ctx, wait, eventsKey(sessionID), "", func() (bool, error) {
 		s, err := c.GetSession(ctx, sessionID)
 		if err != nil {
-			release()
-			return nil, err
+			return false, err
 		}
-		var evs []*Event
 		if s.LastEventSeq > after {
 			evs, err = c.store.ListEvents(ctx, sessionID, after, limit)
 		}
-		if err != nil || len(evs) > 0 || timer == nil {
-			release()
-			return evs, err
-		}
-		select {
-		case <-ch:
-			release()
-		case <-timer:
-			release()
-			return nil, nil
-		case <-ctx.Done():
-			release()
-			return nil, ctx.Err()
-		}
+		return len(evs) > 0, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return evs, nil
 }
 
 var eventTypePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)

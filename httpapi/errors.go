@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
@@ -99,40 +97,13 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	writeErrorStatus(w, status, orchestrator.ErrorCode(err), err.Error(), details)
 }
 
-// writeErrorStatus writes {"error": code, "message": msg, …details} (details never override the first two).
+// writeErrorStatus writes {"error": code, "message": msg, …details} (see orchestrator.Error.MarshalJSON).
 func writeErrorStatus(w http.ResponseWriter, status int, code, msg string, details map[string]any) {
-	var buf bytes.Buffer
-	buf.WriteString(`{"error":`)
-	writeValue(&buf, code)
-	buf.WriteString(`,"message":`)
-	writeValue(&buf, msg)
-	keys := make([]string, 0, len(details))
-	for k := range details {
-		if k != "error" && k != "message" {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		b, err := json.Marshal(details[k])
-		if err != nil {
-			continue
-		}
-		buf.WriteByte(',')
-		writeValue(&buf, k)
-		buf.WriteByte(':')
-		buf.Write(b)
-	}
-	buf.WriteString("}\n")
+	b, _ := (&orchestrator.Error{Code: code, Message: msg, Details: details}).MarshalJSON()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-}
-
-func writeValue(buf *bytes.Buffer, v any) {
-	b, _ := json.Marshal(v)
-	buf.Write(b)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

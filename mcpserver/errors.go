@@ -1,11 +1,9 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -87,36 +85,8 @@ func validationBody(ve *orchestrator.ValidationError) json.RawMessage {
 	return b
 }
 
-// errorBody writes {"error": code, "message": msg, …details} with details in key order (they never
-// override the first two), as the HTTP API does.
+// errorBody is the HTTP API's error body, {"error": code, "message": msg, …details}.
 func errorBody(code, msg string, details map[string]any) json.RawMessage {
-	var buf bytes.Buffer
-	buf.WriteString(`{"error":`)
-	writeValue(&buf, code)
-	buf.WriteString(`,"message":`)
-	writeValue(&buf, msg)
-	keys := make([]string, 0, len(details))
-	for k := range details {
-		if k != "error" && k != "message" {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		b, err := json.Marshal(details[k])
-		if err != nil {
-			continue
-		}
-		buf.WriteByte(',')
-		writeValue(&buf, k)
-		buf.WriteByte(':')
-		buf.Write(b)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes()
-}
-
-func writeValue(buf *bytes.Buffer, v any) {
-	b, _ := json.Marshal(v)
-	buf.Write(b)
+	b, _ := (&orchestrator.Error{Code: code, Message: msg, Details: details}).MarshalJSON()
+	return b
 }

@@ -129,7 +129,12 @@ func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.Ru
 	if !set {
 		q = q.Set("id = id") // nothing to change, but the guard is still checked
 	}
-	err := q.Returning("*").Scan(ctx)
+	return s.updatedRun(ctx, q.Returning("*").Scan(ctx), &row, id, runnerID)
+}
+
+// updatedRun finishes a guarded update of run id: the updated row, or why the guard did not match —
+// ErrNotFound for a missing run, ErrConflict naming the holder or the status otherwise.
+func (s *Store) updatedRun(ctx context.Context, err error, row *runRow, id, runnerID string) (*orchestrator.Run, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		cur, err := s.GetRun(ctx, id)
 		if err != nil {
@@ -215,21 +220,7 @@ func (s *Store) updateRunPrepared(ctx context.Context, id string, from []orchest
 		q.whereEq("runner_id", runnerID)
 	}
 	var row runRow
-	err := q.run(ctx, s, runColumns, &row)
-	if noRow(err) {
-		cur, err := s.GetRun(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if runnerID != "" && cur.RunnerID != runnerID {
-			return nil, conflict("run", id, "is held by another runner")
-		}
-		return nil, conflict("run", id, "is "+string(cur.Status))
-	}
-	if err != nil {
-		return nil, wrap(err, "run", id)
-	}
-	return row.domain()
+	return s.updatedRun(ctx, q.run(ctx, s, runColumns, &row), &row, id, runnerID)
 }
 
 var runColumns = columns(runRow{})

@@ -127,7 +127,12 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 	}
 	q = q.Set("updated_at = ?", utc(updated))
 
-	err := q.Returning("*").Scan(ctx)
+	return s.updatedSession(ctx, q.Returning("*").Scan(ctx), &row, id)
+}
+
+// updatedSession finishes a guarded update of session id: the updated row, or why the guard did not
+// match — ErrNotFound for a missing session, ErrConflict otherwise.
+func (s *Store) updatedSession(ctx context.Context, err error, row *sessionRow, id string) (*orchestrator.Session, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.GetSession(ctx, id); err != nil {
 			return nil, err
@@ -221,17 +226,7 @@ func (s *Store) updateSessionPrepared(ctx context.Context, id string, from []orc
 	}
 	q.whereIn("status", statuses)
 	var row sessionRow
-	err := q.run(ctx, s, sessionColumns, &row)
-	if noRow(err) {
-		if _, err := s.GetSession(ctx, id); err != nil {
-			return nil, err
-		}
-		return nil, conflict("session", id, "is not in an expected state")
-	}
-	if err != nil {
-		return nil, wrap(err, "session", id)
-	}
-	return row.domain()
+	return s.updatedSession(ctx, q.run(ctx, s, sessionColumns, &row), &row, id)
 }
 
 var sessionColumns = columns(sessionRow{})

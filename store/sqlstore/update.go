@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 )
 
@@ -67,6 +66,3 @@ func rowID(dest any) string {
 	}
 	panic("sqlstore: guardedUpdate of an unknown row type")
 }
-
-// noRow reports whether err means the guarded update matched nothing.
-func noRow(err error) bool { return errors.Is(err, sql.ErrNoRows) }
