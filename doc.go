@@ -19,7 +19,10 @@
 // A [Runner] registers with a coordinator, announces the deterministic blueprints it owns, heartbeats,
 // long-polls for work (it is woken the moment a run it can take exists) and executes runs through an
 // [Executor]: executor/deterministic runs a command as a subprocess, executor/gofunc runs Go functions,
-// and other executors plug in through the same interface. Runner is a concrete type rather than an
+// executor/claudecode runs AI agents with the Claude Code CLI, executor/process runs any program that
+// speaks the stdin protocol, and other executors plug in through the same interface. The processes a run
+// starts reach the coordinator through the runner's gateway (package gateway) with a token scoped to the
+// run; AI agents reach every agent through MCP (package mcpserver). Runner is a concrete type rather than an
 // interface: there is one worker loop, and executors are where implementations differ.
 //
 // # Lifecycles
@@ -33,7 +36,8 @@
 // removed and the runs they held fail with "Runner disconnected during execution". When a session started
 // in async_callback mode ends, a callback is written in the same transaction, and its parent AI session is
 // resumed with the child's result — at once if the parent is idle, else together with every other callback
-// when the parent's current run ends.
+// when the parent's current run ends. Callers outside the system may give a callback_url instead: the
+// outcome is POSTed there, signed ([SignWebhook], [VerifyWebhook]) and retried.
 //
 // # Embedding
 //
