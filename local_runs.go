@@ -332,6 +332,15 @@ func (c *LocalCoordinator) validateParameters(agent string, schema, params json.
 }
 
 func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, params json.RawMessage, fx *effects) (*Run, error) {
+	notResumable := func(agent string) error {
+		return Errorf(ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
+	}
+	// Naming a deterministic agent is reason enough, whatever the session (seed 002's example).
+	if p.AgentName != "" {
+		if a, err := c.store.GetAgent(ctx, p.AgentName); err == nil && a.Type() == AgentTypeDeterministic {
+			return nil, notResumable(a.Name)
+		}
+	}
 	if p.SessionID == "" {
 		return nil, Errorf(ErrInvalid, "invalid_request", "resume needs session_id")
 	}
@@ -339,12 +348,11 @@ func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, 
 	if err != nil {
 		return nil, err
 	}
+	if s.AgentType == AgentTypeDeterministic {
+		return nil, notResumable(s.AgentName)
+	}
 	if p.AgentName != "" && p.AgentName != s.AgentName {
 		return nil, Errorf(ErrInvalid, "invalid_request", "session %s belongs to agent %q, not %q", s.ID, s.AgentName, p.AgentName)
-	}
-	if s.AgentType == AgentTypeDeterministic {
-		return nil, Errorf(ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").
-			With("agent_name", s.AgentName)
 	}
 	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 {
 		return nil, Errorf(ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback and output schema")

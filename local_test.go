@@ -198,6 +198,13 @@ func TestStartRunValidation(t *testing.T) {
 	if err == nil || !errors.Is(err, orchestrator.ErrInvalid) || err.Error() != "Deterministic agents do not support resumption" {
 		t.Errorf("resume deterministic: error %v, want ErrInvalid \"Deterministic agents do not support resumption\"", err)
 	}
+	// Naming a deterministic agent is enough, whatever session (or none) the request names.
+	for _, sid := range []string{"", "ses_unknown"} {
+		_, err = c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Type: orchestrator.RunTypeResume, SessionID: sid, Prompt: "again"})
+		if err == nil || err.Error() != "Deterministic agents do not support resumption" {
+			t.Errorf("resume web-crawler with session %q: %v", sid, err)
+		}
+	}
 	// "mode": "resume" as in seed 002's curl example means the same.
 	_, err = c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: "resume", SessionID: res.SessionID})
 	if err == nil || err.Error() != "Deterministic agents do not support resumption" {
