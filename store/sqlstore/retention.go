@@ -18,7 +18,7 @@ const retentionChunk = 1000
 // parent or child) and webhook deliveries, and returns how many it deleted.
 //
 // Three kinds of ended session are kept, because something is still on its way: a session with a child
-// that has not ended and will call it back (async_callback), a session with callbacks not yet delivered
+// whose run in progress will call it back (a run in async_callback mode), a session with callbacks not yet delivered
 // (it is about to be resumed), and a session whose webhook is still being delivered. They go once that is
 // done.
 //
@@ -99,7 +99,8 @@ var endedStatuses = []orchestrator.SessionStatus{orchestrator.SessionCompleted, 
 func endedSessionsSQL(pg bool) string {
 	q := "SELECT s.id FROM sessions AS s" +
 		" WHERE s.status IN (?) AND s.ended_at IS NOT NULL AND s.ended_at < ?" +
-		" AND NOT EXISTS (SELECT 1 FROM sessions AS c WHERE c.parent_session_id = s.id AND c.callback AND c.ended_at IS NULL)" +
+		" AND NOT EXISTS (SELECT 1 FROM sessions AS c JOIN runs AS r ON r.session_id = c.id" +
+		" WHERE c.parent_session_id = s.id AND r.mode = 'async_callback' AND r.status IN ('pending', 'claimed', 'running'))" +
 		" AND NOT EXISTS (SELECT 1 FROM callbacks AS cb WHERE cb.parent_session_id = s.id AND cb.delivered_at IS NULL)" +
 		" AND NOT EXISTS (SELECT 1 FROM webhooks AS wh WHERE wh.session_id = s.id AND wh.status = 'pending')" +
 		" ORDER BY s.ended_at, s.id LIMIT ?"

@@ -174,9 +174,9 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	t.Run("KeepsSessionsSomethingIsOnItsWayTo", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		// A parent whose async_callback child still runs; one whose child ended; one with a callback not
-		// yet delivered; one whose callbacks were all delivered; one whose child calls back with no
-		// callback flag (a plain child).
+		// A parent whose child still runs a run in async_callback mode; one whose child ended; one with a
+		// callback not yet delivered; one whose callbacks were all delivered; one whose child runs a run that
+		// will not call back (async_poll).
 		ended(t, s, "ses_p_live_child", orchestrator.SessionCompleted, 1, 10)
 		ended(t, s, "ses_p_ended_child", orchestrator.SessionCompleted, 2, 11)
 		ended(t, s, "ses_p_undelivered", orchestrator.SessionCompleted, 3, 12)
@@ -189,6 +189,16 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 				se.EndedAt = ptr(at(end))
 			}
 			must(t, "CreateSession "+id, s.CreateSession(ctx(t), se))
+			// Its run: the mode says whether it calls the parent back, the status whether it still may.
+			r := newRun("run_"+id, id, at(20))
+			r.Mode, r.Status = orchestrator.ModeAsyncPoll, orchestrator.RunRunning
+			if callback {
+				r.Mode = orchestrator.ModeAsyncCallback
+			}
+			if st.Ended() {
+				r.Status = orchestrator.RunStatus(st)
+			}
+			must(t, "CreateRun "+r.ID, s.CreateRun(ctx(t), r))
 		}
 		child("ses_c_live", "ses_p_live_child", true, orchestrator.SessionRunning, 0)
 		child("ses_c_ended", "ses_p_ended_child", true, orchestrator.SessionCompleted, 200)
