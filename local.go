@@ -28,6 +28,9 @@ type CoordinatorConfig struct {
 	PollTimeout time.Duration
 	// NoMatchTimeout fails a pending run that no live runner can take after this long. Default 300s.
 	NoMatchTimeout time.Duration
+	// ParkAfter parks a pending run that no live runner can take after this long: claims skip it until a
+	// runner that matches it registers. Default 2s.
+	ParkAfter time.Duration
 	// SyncWait bounds how long a sync StartRun waits for the session to end before answering with the
 	// session's current status. Default 5m.
 	SyncWait time.Duration
@@ -162,6 +165,7 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 	def(&cfg.OfflineAfter, 180*time.Second)
 	def(&cfg.PollTimeout, 30*time.Second)
 	def(&cfg.NoMatchTimeout, 300*time.Second)
+	def(&cfg.ParkAfter, 2*time.Second)
 	def(&cfg.SyncWait, 5*time.Minute)
 	def(&cfg.StopResend, 10*time.Second)
 	def(&cfg.SweepInterval, 500*time.Millisecond)

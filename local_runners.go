@@ -85,6 +85,10 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 	c.apply(fx)
 	c.log.Info("runner registered", "runner_id", id, "hostname", reg.Hostname, "project_dir", reg.ProjectDir,
 		"blueprints", len(names), "failed_runs", len(fx.ended))
+	// Runs parked because no runner matched them may match this one.
+	if err := c.unpark(ctx, []*RunnerInfo{info}); err != nil {
+		c.log.Warn("unpark runs for a new runner", "runner_id", id, "err", err)
+	}
 	// Runs may have been waiting for exactly this runner.
 	c.wake(anyRunnerKey)
 	return &Registration{

@@ -32,7 +32,7 @@ func (c *LocalCoordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepRunners(ctx); err != nil && ctx.Err() == nil {
 		c.log.Error("liveness sweep", "err", err)
 	}
-	if err := c.sweepUnmatched(ctx); err != nil && ctx.Err() == nil {
+	if err := c.sweepUnmatched(ctx, full); err != nil && ctx.Err() == nil {
 		c.log.Error("no-match sweep", "err", err)
 	}
 	if full {
@@ -75,26 +75,32 @@ func (c *LocalCoordinator) sweepRunners(ctx context.Context) error {
 	return nil
 }
 
-// sweepUnmatched fails runs that have been pending longer than NoMatchTimeout while no live runner matches
-// their demands. A run that some live runner could take keeps waiting: that runner is only busy.
-func (c *LocalCoordinator) sweepUnmatched(ctx context.Context) error {
-	old, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, CreatedBefore: Now().Add(-c.cfg.NoMatchTimeout), Limit: 1000})
-	if err != nil || len(old) == 0 {
-		return err
-	}
+// sweepUnmatched deals with pending runs that no live runner matches. After ParkAfter such a run is
+// parked — claims skip it, so a backlog of runs nobody can take costs them nothing — until a runner that
+// matches it registers (RegisterRunner unparks it). After NoMatchTimeout it fails with an error that says
+// what it demanded. A run that some live runner could take keeps waiting: that runner is only busy.
+// Parking happens in full sweeps, which also unpark runs that a live runner matches after all (a
+// registration raced the parking).
+func (c *LocalCoordinator) sweepUnmatched(ctx context.Context, full bool) error {
+	now := Now()
 	live, err := c.store.ListRunners(ctx, RunnerFilter{Statuses: []RunnerStatus{RunnerOnline, RunnerStale}})
 	if err != nil {
 		return err
 	}
-	for _, run := range old {
-		matched := false
+	matched := func(run *Run) bool {
 		for _, r := range live {
 			if run.Demands.Matches(run.AgentType, r) {
-				matched = true
-				break
+				return true
 			}
 		}
-		if matched {
+		return false
+	}
+	old, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, CreatedBefore: now.Add(-c.cfg.NoMatchTimeout), Limit: 1000})
+	if err != nil {
+		return err
+	}
+	for _, run := range old {
+		if matched(run) {
 			continue
 		}
 		msg := fmt.Sprintf("no runner can take this run: none matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
@@ -105,7 +111,53 @@ func (c *LocalCoordinator) sweepUnmatched(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	if !full {
+		return nil
+	}
+	// Parking is not urgent, and a backlog of runs that busy runners will take is read here: only the full
+	// sweeps (every tenth) look. Runs pinned to a runner sit under their own key of the claim index
+	// already: only unpinned runs are worth parking.
+	waiting, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, Parked: Ptr(false), CreatedBefore: now.Add(-c.cfg.ParkAfter), Limit: 1000})
+	if err != nil {
+		return err
+	}
+	var park []string
+	for _, run := range waiting {
+		if run.Demands.RunnerID == "" && !matched(run) {
+			park = append(park, run.ID)
+		}
+	}
+	if len(park) > 0 {
+		if _, err := c.store.SetRunsParked(ctx, park, true); err != nil {
+			return err
+		}
+	}
+	return c.unpark(ctx, live)
+}
+
+// unpark unparks the parked runs that one of runners matches, and wakes the runners.
+func (c *LocalCoordinator) unpark(ctx context.Context, runners []*RunnerInfo) error {
+	parked, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, Parked: Ptr(true)})
+	if err != nil || len(parked) == 0 {
+		return err
+	}
+	var ids []string
+	for _, run := range parked {
+		for _, r := range runners {
+			if run.Demands.Matches(run.AgentType, r) {
+				ids = append(ids, run.ID)
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	n, err := c.store.SetRunsParked(ctx, ids, false)
+	if n > 0 {
+		c.wake(anyRunnerKey)
+	}
+	return err
 }
 
 // sweepCallbacks delivers pending callbacks whose parent is idle. Delivery normally happens in the

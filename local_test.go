@@ -682,3 +682,66 @@ func TestResumeWithCallback(t *testing.T) {
 		t.Errorf("async_callback resume of a session without a parent: %v, want ErrInvalid", err)
 	}
 }
+
+func TestUnmatchedRunsAreParked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{ParkAfter: time.Millisecond})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
+		t.Fatal(err)
+	}
+	registerAI(t, c, "host-ai")
+	nowhere := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "x",
+		Demands: &orchestrator.Demands{Hostname: "gpu-box"}})
+	ok := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "y"})
+	time.Sleep(5 * time.Millisecond) // older than ParkAfter
+	c.Sweep(ctx, true)
+	if r, _ := c.GetRun(ctx, nowhere.RunID); !r.Parked || r.Status != orchestrator.RunPending {
+		t.Fatalf("run no runner matches: parked %v status %s, want parked and pending", r.Parked, r.Status)
+	}
+	if r, _ := c.GetRun(ctx, ok.RunID); r.Parked {
+		t.Fatalf("a run a live runner matches was parked")
+	}
+	// A runner that matches registers: the run is unparked and that runner gets it.
+	gpu, err := c.RegisterRunner(ctx, &orchestrator.RunnerRegistration{Hostname: "gpu-box", ProjectDir: "/work", ExecutorType: "claude-code"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.GetRun(ctx, nowhere.RunID); r.Parked {
+		t.Fatalf("the run is still parked after a matching runner registered")
+	}
+	w := poll(t, c, gpu.RunnerID, 5)
+	found := false
+	for _, asg := range w.Runs {
+		found = found || asg.Run.ID == nowhere.RunID
+	}
+	if !found {
+		t.Errorf("the matching runner did not get the unparked run: %+v", w.Runs)
+	}
+}
+
+// A runner going offline fails the runs pinned to it, and only those.
+func TestOfflineRunnerFailsOnlyItsOwnRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
+		t.Fatal(err)
+	}
+	a := register(t, c, "host-a", crawler())
+	b := register(t, c, "host-b", crawler())
+	mine := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	theirs := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler@" + b.RunnerID, Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
+	ai := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "x"})
+	if err := c.DeregisterRunner(ctx, a.RunnerID); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.GetRun(ctx, mine.RunID); r.Status != orchestrator.RunFailed {
+		t.Errorf("the run pinned to the gone runner is %s, want failed", r.Status)
+	}
+	for _, id := range []string{theirs.RunID, ai.RunID} {
+		if r, _ := c.GetRun(ctx, id); r.Status != orchestrator.RunPending {
+			t.Errorf("run %s (not the gone runner's) is %s, want pending", id, r.Status)
+		}
+	}
+}

@@ -23,6 +23,10 @@ type Run struct {
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
 	// CallbackURL, when set, receives the session's result as a signed POST when the run ends.
 	CallbackURL string `json:"callback_url,omitempty"`
+	// Parked is set on a pending run that no live runner can take (its demands match none): claims skip it,
+	// so a backlog of such runs costs claims nothing. A runner that registers and matches it unparks it;
+	// the no-match timeout fails it.
+	Parked bool `json:"parked,omitempty"`
 	// RunnerID is the runner that claimed the run.
 	RunnerID string `json:"runner_id,omitempty"`
 	// Error says why the run failed or stopped.

@@ -67,13 +67,15 @@ type Store interface {
 	CreateRun(ctx context.Context, r *Run) error
 	GetRun(ctx context.Context, id string) (*Run, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
-	// ClaimRun atomically moves the oldest pending run that the runner described by p can execute (see
-	// [Demands.Matches]) to claimed, bound to the runner, and returns it. ErrNotFound when there is none.
-	// A run is never claimed twice.
+	// ClaimRun atomically moves the oldest pending, unparked run that the runner described by p can execute
+	// (see [Demands.Matches]) to claimed, bound to the runner, and returns it. ErrNotFound when there is
+	// none. A run is never claimed twice. Parked runs cost the claim nothing.
 	ClaimRun(ctx context.Context, p ClaimParams) (*Run, error)
 	// UpdateRun applies u when the run's status is one of from (any status when from is empty) and, when
 	// runnerID is non-empty, the run is held by that runner. A run held by another runner is ErrConflict.
 	UpdateRun(ctx context.Context, id string, from []RunStatus, runnerID string, u RunUpdate) (*Run, error)
+	// SetRunsParked sets Parked on the listed runs that are still pending and returns how many changed.
+	SetRunsParked(ctx context.Context, ids []string, parked bool) (int, error)
 	// TakeStopRequests returns the runner's claimed or running runs with a stop requested that was never
 	// sent, or sent before resendBefore, and marks them sent at now.
 	TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*Run, error)
@@ -147,8 +149,10 @@ type RunFilter struct {
 	AgentName      string
 	// CreatedBefore selects runs created before it (the no-match timeout).
 	CreatedBefore time.Time
-	AfterID       string
-	Limit         int
+	// Parked, when set, selects runs whose Parked equals it.
+	Parked  *bool
+	AfterID string
+	Limit   int
 }
 
 // CallbackFilter selects callbacks.

@@ -152,7 +152,7 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 			// member of a compound SELECT. status and agent_type are literals so that the planners can prove
 			// the partial index applies; the gate is a constant, tested once.
 			sb.WriteString("SELECT id, created_at FROM (SELECT r.id, r.created_at FROM runs r" +
-				" WHERE r.status = 'pending' AND r.demand_runner_id = " + p.pinned + " AND r.agent_type = '" + p.agentType + "'" +
+				" WHERE r.status = 'pending' AND NOT r.parked AND r.demand_runner_id = " + p.pinned + " AND r.agent_type = '" + p.agentType + "'" +
 				p.gate + match + " ORDER BY r.created_at, r.id LIMIT 1" + lock + ") p" + strconv.Itoa(i))
 		}
 		return sb.String()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 )
 
@@ -43,6 +45,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := ms.Discover(sub); err != nil {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
 	}
+	ms.Add(migrate.Migration{Name: "20260101000004", Comment: "parked_runs", Up: parkedRuns})
 	data := templateData{JSON: "TEXT", Time: "TIMESTAMP", WithoutRowID: " WITHOUT ROWID"}
 	if s.pg {
 		data = templateData{JSON: "JSON", Time: "TIMESTAMPTZ"}
@@ -93,4 +96,35 @@ func (s *Store) advisoryLock(ctx context.Context) (func(), error) {
 		}
 		_ = conn.Close()
 	}, nil
+}
+
+// parkedRuns adds runs.parked and takes parked runs out of the claim index: pending runs that no live
+// runner can take are parked, so a backlog of them costs claims nothing. It is Go rather than SQL because
+// SQLite has no ADD COLUMN IF NOT EXISTS, and every migration here must be safe to run twice (a crash
+// between its commit and its bookkeeping row).
+func parkedRuns(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+	return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		pg := m.DB().Dialect().Name() == dialect.PG
+		q := "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'parked'"
+		if pg {
+			q = "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'parked'"
+		}
+		var n int
+		if err := tx.NewRaw(q).Scan(ctx, &n); err != nil {
+			return err
+		}
+		stmts := []string{
+			"DROP INDEX IF EXISTS runs_claim",
+			"CREATE INDEX IF NOT EXISTS runs_claim ON runs (demand_runner_id, agent_type, created_at, id) WHERE status = 'pending' AND NOT parked",
+		}
+		if n == 0 {
+			stmts = append([]string{"ALTER TABLE runs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT FALSE"}, stmts...)
+		}
+		for _, st := range stmts {
+			if _, err := tx.ExecContext(ctx, st); err != nil {
+				return fmt.Errorf("%s: %w", st, err)
+			}
+		}
+		return nil
+	})
 }

@@ -250,6 +250,7 @@ type runRow struct {
 	Metadata              json.RawMessage `bun:"metadata"`
 	CallbackURL           string          `bun:"callback_url"`
 	RunnerID              string          `bun:"runner_id"`
+	Parked                bool            `bun:"parked"`
 	Error                 string          `bun:"error"`
 	StopRequestedAt       *time.Time      `bun:"stop_requested_at"`
 	StopSentAt            *time.Time      `bun:"stop_sent_at"`
@@ -301,6 +302,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		Metadata:              rawOrNil(r.Metadata),
 		CallbackURL:           r.CallbackURL,
 		RunnerID:              r.RunnerID,
+		Parked:                r.Parked,
 		Error:                 r.Error,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
 		StopSentAt:            utcPtr(r.StopSentAt),
@@ -338,6 +340,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		Metadata:        rawOrNil(row.Metadata),
 		CallbackURL:     row.CallbackURL,
 		RunnerID:        row.RunnerID,
+		Parked:          row.Parked,
 		Error:           row.Error,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),
 		StopSentAt:      utcPtr(row.StopSentAt),

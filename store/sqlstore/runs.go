@@ -59,6 +59,12 @@ func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orch
 	if f.RunnerID != "" {
 		q = q.Where("runner_id = ?", f.RunnerID)
 	}
+	if f.DemandRunnerID != "" {
+		q = q.Where("demand_runner_id = ?", f.DemandRunnerID)
+	}
+	if f.Parked != nil {
+		q = q.Where("parked = ?", *f.Parked)
+	}
 	if f.AgentName != "" {
 		q = q.Where("agent_name = ?", f.AgentName)
 	}
@@ -224,3 +230,23 @@ func (s *Store) updateRunPrepared(ctx context.Context, id string, from []orchest
 }
 
 var runColumns = columns(runRow{})
+
+// SetRunsParked sets parked on the listed runs that are still pending and returns how many changed.
+func (s *Store) SetRunsParked(ctx context.Context, ids []string, parked bool) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
+		res, err := tx.w.NewUpdate().Model((*runRow)(nil)).Set("parked = ?", parked).
+			Where("id IN (?)", bun.In(ids)).Where("status = ?", string(orchestrator.RunPending)).
+			Where("parked = ?", !parked).Exec(ctx)
+		if err != nil {
+			return wrap(err, "runs", "")
+		}
+		m, err := res.RowsAffected()
+		n = int(m)
+		return err
+	})
+	return n, err
+}

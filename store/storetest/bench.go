@@ -18,6 +18,8 @@ import (
 //     (deterministic runs of busy runners). It should cost about what ClaimEmpty costs.
 //   - ClaimWith10kDemandMismatch: the same claim with 10,000 pending unpinned runs whose demanded
 //     hostname the runner does not have. A store may need to step over these.
+//   - ClaimWith10kParked: the same 10,000 runs parked, as the coordinator parks runs no live runner can
+//     take. It should cost about what ClaimEmpty costs.
 //   - AppendEvent: appending one event to a session.
 func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 	b.Run("CreateClaimComplete", func(b *testing.B) {
@@ -102,6 +104,23 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 			r.Demands = orchestrator.Demands{Hostname: "elsewhere"}
 			return r
 		})
+		claimNothing(b, s)
+	})
+
+	b.Run("ClaimWith10kParked", func(b *testing.B) {
+		s := newStore(b)
+		ids := make([]string, 0, 10000)
+		fill(b, s, 10000, func(i int) *orchestrator.Run {
+			r := newRun(fmt.Sprintf("run_%06d", i), "ses_bench", at(i))
+			r.Demands = orchestrator.Demands{Hostname: "elsewhere"}
+			ids = append(ids, r.ID)
+			return r
+		})
+		for start := 0; start < len(ids); start += 1000 {
+			if _, err := s.SetRunsParked(b.Context(), ids[start:min(start+1000, len(ids))], true); err != nil {
+				b.Fatal(err)
+			}
+		}
 		claimNothing(b, s)
 	})
 

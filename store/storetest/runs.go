@@ -51,7 +51,13 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		for _, f := range fixtures {
 			r := newRun(f.id, f.session, at(f.created))
 			r.RunnerID, r.AgentName, r.Status = f.runner, f.agent, f.status
+			if f.id == "run_9" || f.id == "run_4" {
+				r.Demands.RunnerID = "lnch_owner"
+			}
 			must(t, "CreateRun "+f.id, s.CreateRun(ctx(t), r))
+		}
+		if n, err := s.SetRunsParked(ctx(t), []string{"run_1"}, true); err != nil || n != 1 {
+			t.Fatalf("SetRunsParked(run_1) = %d, %v; want 1", n, err)
 		}
 		for _, tc := range []struct {
 			name string
@@ -67,10 +73,55 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			{"pending created before 4ms", orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunPending}, CreatedBefore: at(4)}, []string{"run_9"}},
 			{"after a tie", orchestrator.RunFilter{AfterID: "run_3"}, []string{"run_4", "run_1"}},
 			{"after, limited", orchestrator.RunFilter{AfterID: "run_9", Limit: 2}, []string{"run_8", "run_3"}},
+			{"pinned to a runner", orchestrator.RunFilter{DemandRunnerID: "lnch_owner"}, []string{"run_9", "run_4"}},
+			{"pinned, pending", orchestrator.RunFilter{DemandRunnerID: "lnch_owner", Statuses: []orchestrator.RunStatus{orchestrator.RunPending}}, []string{"run_9"}},
+			{"parked", orchestrator.RunFilter{Parked: ptr(true)}, []string{"run_1"}},
+			{"pending, not parked", orchestrator.RunFilter{Parked: ptr(false), Statuses: []orchestrator.RunStatus{orchestrator.RunPending}}, []string{"run_9"}},
 		} {
 			got, err := s.ListRuns(ctx(t), tc.f)
 			must(t, "ListRuns "+tc.name, err)
 			equal(t, "ListRuns "+tc.name, runIDs(got), tc.want)
+		}
+	})
+
+	t.Run("Park", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		runner := newRunner("lnch_p")
+		for i, id := range []string{"run_p1", "run_p2"} {
+			r := newRun(id, "ses_p", at(i))
+			r.Demands = orchestrator.Demands{}
+			must(t, "CreateRun "+id, s.CreateRun(ctx(t), r))
+		}
+		done := newRun("run_done", "ses_p", at(5))
+		done.Status = orchestrator.RunCompleted
+		must(t, "CreateRun run_done", s.CreateRun(ctx(t), done))
+
+		n, err := s.SetRunsParked(ctx(t), []string{"run_p1", "run_done", "run_missing"}, true)
+		if err != nil || n != 1 {
+			t.Fatalf("SetRunsParked = %d, %v; want 1 (only the pending run)", n, err)
+		}
+		if n, err := s.SetRunsParked(ctx(t), []string{"run_p1"}, true); err != nil || n != 0 {
+			t.Fatalf("SetRunsParked again = %d, %v; want 0", n, err)
+		}
+		if got, _ := s.GetRun(ctx(t), "run_p1"); !got.Parked {
+			t.Fatalf("run_p1 not parked after SetRunsParked")
+		}
+		// A parked run is never claimed, even though it is the oldest.
+		got, err := s.ClaimRun(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: at(10)})
+		must(t, "ClaimRun", err)
+		if got.ID != "run_p2" {
+			t.Fatalf("claimed %s, want run_p2 (run_p1 is parked)", got.ID)
+		}
+		_, err = s.ClaimRun(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: at(11)})
+		wantErr(t, "ClaimRun with only a parked run left", err, orchestrator.ErrNotFound)
+		if n, err := s.SetRunsParked(ctx(t), []string{"run_p1"}, false); err != nil || n != 1 {
+			t.Fatalf("unpark = %d, %v; want 1", n, err)
+		}
+		got, err = s.ClaimRun(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: at(12)})
+		must(t, "ClaimRun after unparking", err)
+		if got.ID != "run_p1" || got.Parked {
+			t.Fatalf("claimed %+v, want run_p1 unparked", got)
 		}
 	})
 
