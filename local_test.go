@@ -65,6 +65,14 @@ func registerAI(t *testing.T, c orchestrator.Coordinator, host string) *orchestr
 	return reg
 }
 
+// createAgent adds an AI agent with defaults to the registry.
+func createAgent(t *testing.T, c orchestrator.Coordinator, name string) {
+	t.Helper()
+	if _, err := c.CreateAgent(context.Background(), &orchestrator.Blueprint{Name: name}); err != nil {
+		t.Fatalf("CreateAgent(%s): %v", name, err)
+	}
+}
+
 func poll(t *testing.T, c orchestrator.Coordinator, runnerID string, max int) *orchestrator.Work {
 	t.Helper()
 	w, err := c.PollWork(context.Background(), orchestrator.PollParams{RunnerID: runnerID, Max: max})
@@ -346,9 +354,7 @@ func TestResultEventWinsOverLastMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "researcher")
 	ai := registerAI(t, c, "host-ai")
 	for _, tc := range []struct {
 		name   string
@@ -433,9 +439,7 @@ func TestCallbacksAreDeliveredTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "orchestrator"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "orchestrator")
 	a := register(t, c, "host-a", crawler())
 	ai := registerAI(t, c, "host-ai")
 
@@ -491,9 +495,7 @@ func TestCallbackResumesIdleParentAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "orchestrator"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "orchestrator")
 	a := register(t, c, "host-a", crawler())
 	ai := registerAI(t, c, "host-ai")
 	parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "crawl"})
@@ -566,9 +568,7 @@ func TestConcurrentPollersNeverShareARun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "researcher")
 	var ids []string
 	for i := range 4 {
 		ids = append(ids, registerAI(t, c, "host-"+string(rune('a'+i))).RunnerID)
@@ -648,9 +648,7 @@ func TestResumeWithCallback(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "orchestrator"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "orchestrator")
 	ai := registerAI(t, c, "host-ai")
 	finish := func(runID string) {
 		t.Helper()
@@ -687,9 +685,7 @@ func TestUnmatchedRunsAreParked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{ParkAfter: time.Millisecond})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "researcher")
 	registerAI(t, c, "host-ai")
 	nowhere := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "x",
 		Demands: &orchestrator.Demands{Hostname: "gpu-box"}})
@@ -725,9 +721,7 @@ func TestOfflineRunnerFailsOnlyItsOwnRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	if _, err := c.CreateAgent(ctx, &orchestrator.Blueprint{Name: "researcher"}); err != nil {
-		t.Fatal(err)
-	}
+	createAgent(t, c, "researcher")
 	a := register(t, c, "host-a", crawler())
 	b := register(t, c, "host-b", crawler())
 	mine := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})

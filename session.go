@@ -14,7 +14,9 @@ type Session struct {
 	Status    SessionStatus `json:"status"`
 	// ParentSessionID is the session that started this one, if any.
 	ParentSessionID string `json:"parent_session_id,omitempty"`
-	// Callback is true when the parent asked to be resumed with this session's result (async_callback).
+	// Callback is true when the session was started in async_callback mode. Whether a run's end calls the
+	// parent back is decided by that run's mode; the runs that deliver callbacks to a session with
+	// Callback set keep calling its own parent back.
 	Callback   bool   `json:"callback,omitempty"`
 	ProjectDir string `json:"project_dir,omitempty"`
 	// Parameters are the parameters of the first run, after schema defaults were applied.

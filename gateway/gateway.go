@@ -12,7 +12,8 @@
 //     parent is 403; async_callback is checked by the coordinator: only AI parents can be called back),
 //     or resume one of its children; callback_url is not available;
 //   - stop a child: POST /sessions/{child}/stop;
-//   - read agents: GET /agents, /agents/{name}, /agents/{name}/schema.
+//   - read agents: GET /agents, /agents/{name}, /agents/{name}/schema;
+//   - use the same through MCP at /mcp, when [Config].MCP is set (the Claude Code executor's default).
 //
 // Everything else is 403, a missing, unknown or expired token 401, and a coordinator that fails, cannot be
 // reached or refuses the runner's credentials 502 (httpapi.ErrServer at the executor's client). The routes, request bodies and answers

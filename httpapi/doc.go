@@ -27,6 +27,7 @@
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
+//	POST|GET|DELETE /mcp                        C R    MCP over streamable HTTP (Config.MCP; 404 when unset)
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204
 //	POST   /runner/register                     R      RunnerRegistration → Registration
