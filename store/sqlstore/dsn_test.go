@@ -10,19 +10,19 @@ import (
 
 func TestSQLiteDSN(t *testing.T) {
 	t.Parallel()
-	all := "_pragma=busy_timeout%285000%29&_pragma=journal_mode%28WAL%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_txlock=immediate"
+	all := "_pragma=busy_timeout%285000%29&_pragma=journal_mode%28WAL%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_pragma=temp_store%28MEMORY%29&_txlock=immediate"
 	for _, tc := range []struct {
 		in, want string
 		memory   bool
 	}{
 		{"/var/lib/o.db", "/var/lib/o.db?" + all, false},
 		{"o.db", "o.db?" + all, false},
-		{":memory:", "file::memory:?_pragma=busy_timeout%285000%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_txlock=immediate", true},
+		{":memory:", "file::memory:?_pragma=busy_timeout%285000%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_pragma=temp_store%28MEMORY%29&_txlock=immediate", true},
 		{"file:o.db?mode=rwc", "file:o.db?mode=rwc&" + all, false},
-		{"file:x?mode=memory&cache=shared", "file:x?mode=memory&cache=shared&_pragma=busy_timeout%285000%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_txlock=immediate", true},
+		{"file:x?mode=memory&cache=shared", "file:x?mode=memory&cache=shared&_pragma=busy_timeout%285000%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_pragma=temp_store%28MEMORY%29&_txlock=immediate", true},
 		// What the caller sets stays; only what is missing is added.
 		{"o.db?_pragma=busy_timeout(100)&_txlock=deferred&_journal_mode=DELETE&_fk=0&_pragma=synchronous(FULL)",
-			"o.db?_pragma=busy_timeout(100)&_txlock=deferred&_journal_mode=DELETE&_fk=0&_pragma=synchronous(FULL)", false},
+			"o.db?_pragma=busy_timeout(100)&_txlock=deferred&_journal_mode=DELETE&_fk=0&_pragma=synchronous(FULL)&_pragma=temp_store%28MEMORY%29", false},
 	} {
 		got, memory, err := sqliteDSN(tc.in)
 		if err != nil {
@@ -45,7 +45,7 @@ func TestSQLitePragmas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	want := map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "1", "foreign_keys": "1"}
+	want := map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "1", "foreign_keys": "1", "temp_store": "2"}
 	for _, h := range []struct {
 		name string
 		db   *bun.DB

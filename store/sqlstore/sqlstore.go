@@ -9,8 +9,11 @@
 // parameter). Anything else is a SQLite database: a file path, a file: URI, or ":memory:".
 //
 // A SQLite DSN gets the settings a coordinator needs unless it sets them itself: busy_timeout(5000),
-// journal_mode(WAL), synchronous(NORMAL), foreign_keys(1) and _txlock=immediate (without the last, a
-// transaction that reads and then writes fails with SQLITE_BUSY instead of waiting). Writes go through
+// journal_mode(WAL), synchronous(NORMAL), foreign_keys(1), temp_store(MEMORY) and _txlock=immediate
+// (without the last, a transaction that reads and then writes fails with SQLITE_BUSY instead of waiting).
+// temp_store(MEMORY) keeps statement journals in memory: the group commit (batch.go) runs each
+// transaction in a savepoint, and a savepoint's journal that spills to a temporary file costs a write
+// system call per page it saves. Writes go through
 // one connection, so the process's writers queue in Go instead of spinning on the busy timeout; reads
 // use a pool of their own, which WAL lets run beside the writer. ":memory:" (and any in-memory URI) is
 // one database on one connection.
@@ -197,6 +200,7 @@ var sqliteDefaults = []struct{ key, name, value string }{
 	{"_pragma", "journal_mode", "journal_mode(WAL)"},
 	{"_pragma", "synchronous", "synchronous(NORMAL)"},
 	{"_pragma", "foreign_keys", "foreign_keys(1)"},
+	{"_pragma", "temp_store", "temp_store(MEMORY)"},
 	{"_txlock", "", "immediate"},
 }
 
