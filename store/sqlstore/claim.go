@@ -189,6 +189,9 @@ func columns(row any) []string {
 // queryPrepared runs query as a prepared statement and scans its rows into dest (a struct, which then
 // holds the first row, or a slice) through bun. No row leaves dest as it was.
 func (s *Store) queryPrepared(ctx context.Context, query string, args []any, dest any) error {
+	if err := s.checkArgs(args); err != nil {
+		return err
+	}
 	stmt, err := s.prepared(ctx, query)
 	if err != nil {
 		return err

@@ -35,8 +35,8 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []*or
 			rows[i] = eventRow{SessionID: sessionID, Seq: first + int64(i), Type: e.Type, Time: t, Data: rawOrNil(e.Data)}
 		}
 		if tx.pg {
-			// One multi-row INSERT: one round trip.
-			if _, err := tx.w.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			// One multi-row INSERT: one round trip (prepared per number of rows, up to a few).
+			if err := tx.insertRows(ctx, &rows); err != nil {
 				return wrap(err, "events of session", sessionID)
 			}
 		} else {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,9 +17,16 @@ import (
 
 // Parsing (and, on PostgreSQL, planning) costs more than running a simple statement, and bun writes every
 // value into the SQL text, so no two of its statements are alike. The hot statements are therefore
-// prepared once with bound parameters: the claim on both dialects (a long statement: most of its cost
-// was planning), the inserts and the event sequence update on SQLite (whose parser is slow next to its
-// executor). PostgreSQL keeps bun's statements otherwise.
+// prepared once with bound parameters, on both dialects: the claim (a long statement: most of its cost
+// was planning), the single-row inserts, the guarded updates of runs and sessions (update.go), the event
+// sequence update and, on PostgreSQL, the multi-row insert of a few events. Their text is written with ?
+// for each parameter, as SQLite takes it; PostgreSQL gets it rewritten to $1, $2, … ([pgPlaceholders]) when
+// it is prepared.
+//
+// On PostgreSQL every parameter is sent as text of unspecified type, so the server infers its type from
+// where it is used (the column it is compared with or stored into): times go as formatTime's text into
+// TIMESTAMPTZ, JSON as text into JSON, bools and integers as their literals. Result rows come back as text,
+// as they do for bun's own statements, and are scanned by bun, so both paths read the same values.
 
 // stmtCache holds statements prepared on the root write database.
 type stmtCache struct {
@@ -30,10 +38,14 @@ type stmtCache struct {
 
 func newStmtCache() *stmtCache { return &stmtCache{m: map[string]*sql.Stmt{}} }
 
-// prepared returns the statement for query, prepared once on the write database, and bound to the
-// transaction when s is in one. A statement first needed inside a transaction is prepared on it for the
-// transaction alone (preparing on the database would wait for the connection the transaction holds, on
-// SQLite the only one); [Store.warmUp] prepares the hot statements when the store opens.
+// prepared returns the statement for query (written with ? parameters), prepared once on the write
+// database, and bound to the transaction when s is in one. A statement first needed inside a transaction
+// is prepared on it for the transaction alone (preparing on the database would wait for a connection the
+// transaction holds: on SQLite the only one; on PostgreSQL, with every connection of the pool held by a
+// transaction, it would wait for good); [Store.warmUp] prepares the hot statements when the store opens.
+//
+// On PostgreSQL database/sql prepares a cached statement again on each connection of the pool that runs
+// it (also through Tx.StmtContext), once per connection: the server keeps prepared statements per session.
 func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	tx, inTx := s.w.(bun.Tx)
 	s.stmts.mu.Lock()
@@ -48,10 +60,10 @@ func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 		// Prepare it on the database too, once the transaction has let go of the connection, so that
 		// the next transaction finds it cached.
 		s.prepareLater(query)
-		return tx.PrepareContext(ctx, query)
+		return tx.PrepareContext(ctx, s.dialectSQL(query))
 	}
 	// Prepared on a context of its own: the statement outlives this call.
-	st, err := s.dbW.DB.PrepareContext(context.WithoutCancel(ctx), query)
+	st, err := s.dbW.DB.PrepareContext(context.WithoutCancel(ctx), s.dialectSQL(query))
 	if err != nil {
 		return nil, err
 	}
@@ -96,15 +108,18 @@ func (s *Store) prepareLater(query string) {
 	}()
 }
 
-// warmUp prepares SQLite's hot statements. A failure is not an error here (the schema may be missing
-// when migrations are skipped): the statement is prepared again when first used.
+// warmUp prepares the hot statements whose text is fixed, so that the first transactions find them
+// cached instead of preparing them for themselves. On PostgreSQL this prepares them on one connection;
+// database/sql prepares them on the others as they run them. A failure is not an error here (the schema may
+// be missing when migrations are skipped): the statement is prepared again when first used.
 func (s *Store) warmUp(ctx context.Context) {
-	if s.pg {
-		return
-	}
-	queries := []string{claimSQL[false].claim, appendSeqSQL}
+	queries := []string{claimSQL[s.pg].claim, appendSeqSQL}
 	for _, row := range []any{&runRow{}, &runTagRow{}, &sessionRow{}, &eventRow{}, &callbackRow{}, &agentRow{}} {
-		queries = append(queries, s.insertQuery(reflect.TypeOf(row).Elem()))
+		queries = append(queries, s.insertQuery(reflect.TypeOf(row).Elem(), 1))
+	}
+	if s.pg {
+		// A run's completion appends two events (AppendEvents inserts several in one statement).
+		queries = append(queries, s.insertQuery(reflect.TypeOf(eventRow{}), 2))
 	}
 	for _, q := range queries {
 		if _, err := s.prepared(ctx, q); err != nil {
@@ -125,25 +140,55 @@ func (c *stmtCache) close() error {
 	return errors.Join(errs...)
 }
 
-// insertSQL caches, per row type, the INSERT statement with one parameter per column.
-var insertSQL sync.Map // reflect.Type → string
+// insertSQL caches the INSERT statements, per row type and number of rows.
+var insertSQL sync.Map // insertKey → string
 
-// insert inserts one row: through a prepared statement on SQLite, through bun on PostgreSQL.
+type insertKey struct {
+	typ  reflect.Type
+	rows int
+}
+
+// insert inserts one row through a prepared statement.
 func (s *Store) insert(ctx context.Context, row any) error {
-	if s.pg {
-		_, err := s.w.NewInsert().Model(row).Exec(ctx)
+	v := reflect.ValueOf(row).Elem()
+	return s.insertValues(ctx, v.Type(), 1, func(int) reflect.Value { return v })
+}
+
+// maxInsertRows bounds the rows of a prepared multi-row INSERT ([Store.insertRows]): one statement is
+// prepared per row count, so the bound keeps them few, and a larger batch is rare.
+const maxInsertRows = 8
+
+// insertRows inserts the rows (a pointer to a slice of a row type) in one statement: prepared for up to
+// maxInsertRows rows, through bun for more.
+func (s *Store) insertRows(ctx context.Context, rows any) error {
+	v := reflect.ValueOf(rows).Elem()
+	if v.Len() == 0 {
+		return nil
+	}
+	if v.Len() > maxInsertRows {
+		_, err := s.w.NewInsert().Model(rows).Exec(ctx)
 		return err
 	}
-	v := reflect.ValueOf(row).Elem()
-	table := s.dbW.Table(v.Type())
-	query := s.insertQuery(v.Type())
-	args := make([]any, len(table.Fields))
-	for i, f := range table.Fields {
-		a, err := driverValue(f.Value(v).Interface())
-		if err != nil {
-			return fmt.Errorf("%s.%s: %w", table.Name, f.Name, err)
+	return s.insertValues(ctx, v.Type().Elem(), v.Len(), v.Index)
+}
+
+// insertValues inserts n rows of type typ, row(i) being the i-th, through a prepared statement.
+func (s *Store) insertValues(ctx context.Context, typ reflect.Type, n int, row func(int) reflect.Value) error {
+	table := s.dbW.Table(typ)
+	query := s.insertQuery(typ, n)
+	args := make([]any, 0, n*len(table.Fields))
+	for i := range n {
+		v := row(i)
+		for _, f := range table.Fields {
+			a, err := driverValue(f.Value(v).Interface())
+			if err != nil {
+				return fmt.Errorf("%s.%s: %w", table.Name, f.Name, err)
+			}
+			args = append(args, a)
 		}
-		args[i] = a
+	}
+	if err := s.checkArgs(args); err != nil {
+		return err
 	}
 	stmt, err := s.prepared(ctx, query)
 	if err != nil {
@@ -153,12 +198,12 @@ func (s *Store) insert(ctx context.Context, row any) error {
 	return err
 }
 
-// queryRow runs a query that returns one row of scalar columns, scanning them into dest: prepared on
-// SQLite, interpolated by bun on PostgreSQL. The query must be valid in both dialects, with ? for each
-// parameter. No row is sql.ErrNoRows.
+// queryRow runs a query that returns one row of scalar columns as a prepared statement, scanning them
+// into dest. The query must be valid in both dialects, with ? for each parameter. No row is
+// sql.ErrNoRows.
 func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
-	if s.pg {
-		return s.w.NewRaw(query, args...).Scan(ctx, dest...)
+	if err := s.checkArgs(args); err != nil {
+		return err
 	}
 	stmt, err := s.prepared(ctx, query)
 	if err != nil {
@@ -167,19 +212,21 @@ func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...
 	return stmt.QueryRowContext(ctx, args...).Scan(dest...)
 }
 
-// insertQuery returns the INSERT of a row type with one parameter per column.
-func (s *Store) insertQuery(typ reflect.Type) string {
-	if q, ok := insertSQL.Load(typ); ok {
+// insertQuery returns the INSERT of n rows of a row type with one parameter per column.
+func (s *Store) insertQuery(typ reflect.Type, n int) string {
+	key := insertKey{typ, n}
+	if q, ok := insertSQL.Load(key); ok {
 		return q.(string)
 	}
 	table := s.dbW.Table(typ)
 	cols := make([]string, len(table.Fields))
-	marks := make([]string, len(table.Fields))
 	for i, f := range table.Fields {
-		cols[i], marks[i] = string(f.SQLName), "?"
+		cols[i] = string(f.SQLName)
 	}
-	q := "INSERT INTO " + string(table.SQLName) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
-	insertSQL.Store(typ, q)
+	values := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+	q := "INSERT INTO " + string(table.SQLName) + " (" + strings.Join(cols, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(values+", ", n), ", ")
+	insertSQL.Store(key, q)
 	return q
 }
 
@@ -204,8 +251,65 @@ func driverValue(v any) (any, error) {
 	return nil, fmt.Errorf("sqlstore: no parameter conversion for %T", v)
 }
 
+// errStringNUL refuses a string parameter with a NUL byte on PostgreSQL, whose text types cannot hold
+// one: pgdriver would drop the byte silently, where bun refuses such a string.
+var errStringNUL = errors.New("sqlstore: string contains a NUL byte (0x00)")
+
+// checkArgs refuses, on PostgreSQL, what bun would have refused in a parameter (see errStringNUL).
+func (s *Store) checkArgs(args []any) error {
+	if !s.pg {
+		return nil
+	}
+	for _, a := range args {
+		if v, ok := a.(string); ok && strings.IndexByte(v, 0) >= 0 {
+			return errStringNUL
+		}
+	}
+	return nil
+}
+
+// dialectSQL returns query, written with ? parameters, as the store's dialect takes it.
+func (s *Store) dialectSQL(query string) string {
+	if s.pg {
+		return pgPlaceholders(query)
+	}
+	return query
+}
+
+// pgPlaceholders rewrites each ? parameter of query to PostgreSQL's numbered form: $1, $2, … in order.
+// A ? inside a quoted literal or identifier is left alone; the statements given here use no operator
+// spelled with ? (such as jsonb's ?| ), which this would take for a parameter.
+func pgPlaceholders(query string) string {
+	if strings.IndexByte(query, '?') < 0 {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	var quote byte // the quote we are inside of, or 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0 // a doubled quote ('') closes and reopens: same result
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
 // formatTime renders t as bun renders a time literal: statements whose parameters bypass bun must store
-// the same text, or SQLite's textual time comparisons and ordering would break.
+// the same text, or SQLite's textual time comparisons and ordering would break. On PostgreSQL the offset
+// the text carries (+00:00) makes it name one instant whatever the session's TimeZone.
 func formatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
 }

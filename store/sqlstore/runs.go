@@ -102,40 +102,36 @@ func runsDomain(rows []runRow) ([]*orchestrator.Run, error) {
 // UpdateRun applies u when the run's status is one of from (any, when from is empty) and, when runnerID
 // is set, the run is held by that runner.
 func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
-	if !s.pg {
-		return s.updateRunPrepared(ctx, id, from, runnerID, u)
-	}
-	var row runRow
-	q := s.w.NewUpdate().Model(&row).Where("id = ?", id)
-	if len(from) > 0 {
-		q = q.Where("status IN (?)", bun.In(from))
-	}
-	if runnerID != "" {
-		q = q.Where("runner_id = ?", runnerID)
-	}
-	set := false
+	q := guardedUpdate{table: "runs"}
 	if u.Status != nil {
-		q, set = q.Set("status = ?", *u.Status), true
+		q.set("status", string(*u.Status))
 	}
 	if u.RunnerID != nil {
-		q, set = q.Set("runner_id = ?", *u.RunnerID), true
+		q.set("runner_id", *u.RunnerID)
 	}
 	if u.Error != nil {
-		q, set = q.Set("error = ?", *u.Error), true
+		q.set("error", *u.Error)
 	}
 	if u.StopRequestedAt != nil {
-		q, set = q.Set("stop_requested_at = ?", utc(*u.StopRequestedAt)), true
+		q.set("stop_requested_at", formatTime(*u.StopRequestedAt))
 	}
 	if u.StartedAt != nil {
-		q, set = q.Set("started_at = ?", utc(*u.StartedAt)), true
+		q.set("started_at", formatTime(*u.StartedAt))
 	}
 	if u.EndedAt != nil {
-		q, set = q.Set("ended_at = ?", utc(*u.EndedAt)), true
+		q.set("ended_at", formatTime(*u.EndedAt))
 	}
-	if !set {
-		q = q.Set("id = id") // nothing to change, but the guard is still checked
+	q.whereEq("id", id)
+	statuses := make([]string, len(from))
+	for i, st := range from {
+		statuses[i] = string(st)
 	}
-	return s.updatedRun(ctx, q.Returning("*").Scan(ctx), &row, id, runnerID)
+	q.whereIn("status", statuses)
+	if runnerID != "" {
+		q.whereEq("runner_id", runnerID)
+	}
+	var row runRow
+	return s.updatedRun(ctx, q.run(ctx, s, runColumns, &row), &row, id, runnerID)
 }
 
 // updatedRun finishes a guarded update of run id: the updated row, or why the guard did not match —
@@ -193,40 +189,6 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 		return strings.Compare(a.ID, b.ID)
 	})
 	return runsDomain(rows)
-}
-
-// updateRunPrepared is UpdateRun as a prepared statement, for SQLite.
-func (s *Store) updateRunPrepared(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
-	q := guardedUpdate{table: "runs"}
-	if u.Status != nil {
-		q.set("status", string(*u.Status))
-	}
-	if u.RunnerID != nil {
-		q.set("runner_id", *u.RunnerID)
-	}
-	if u.Error != nil {
-		q.set("error", *u.Error)
-	}
-	if u.StopRequestedAt != nil {
-		q.set("stop_requested_at", formatTime(*u.StopRequestedAt))
-	}
-	if u.StartedAt != nil {
-		q.set("started_at", formatTime(*u.StartedAt))
-	}
-	if u.EndedAt != nil {
-		q.set("ended_at", formatTime(*u.EndedAt))
-	}
-	q.whereEq("id", id)
-	statuses := make([]string, len(from))
-	for i, st := range from {
-		statuses[i] = string(st)
-	}
-	q.whereIn("status", statuses)
-	if runnerID != "" {
-		q.whereEq("runner_id", runnerID)
-	}
-	var row runRow
-	return s.updatedRun(ctx, q.run(ctx, s, runColumns, &row), &row, id, runnerID)
 }
 
 var runColumns = columns(runRow{})

@@ -82,25 +82,18 @@ func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Select
 
 // UpdateSession applies u when the session's status is one of from (any, when from is empty).
 func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
-	if !s.pg {
-		return s.updateSessionPrepared(ctx, id, from, u)
-	}
-	var row sessionRow
-	q := s.w.NewUpdate().Model(&row).Where("id = ?", id)
-	if len(from) > 0 {
-		q = q.Where("status IN (?)", bun.In(from))
-	}
+	q := guardedUpdate{table: "sessions"}
 	if u.Status != nil {
-		q = q.Set("status = ?", *u.Status)
+		q.set("status", string(*u.Status))
 	}
 	if u.RunnerID != nil {
-		q = q.Set("runner_id = ?", *u.RunnerID)
+		q.set("runner_id", *u.RunnerID)
 	}
 	if u.CurrentRunID != nil {
-		q = q.Set("current_run_id = ?", *u.CurrentRunID)
+		q.set("current_run_id", *u.CurrentRunID)
 	}
 	if u.ExecutorSessionID != nil {
-		q = q.Set("executor_session_id = ?", *u.ExecutorSessionID)
+		q.set("executor_session_id", *u.ExecutorSessionID)
 	}
 	switch {
 	case u.Result != nil:
@@ -108,26 +101,32 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 		if err != nil {
 			return nil, err
 		}
-		q = q.Set("result = ?", b)
+		q.set("result", string(b))
 	case u.ClearResult:
-		q = q.Set("result = NULL")
+		q.setNull("result")
 	}
 	if u.Error != nil {
-		q = q.Set("error = ?", *u.Error)
+		q.set("error", *u.Error)
 	}
 	switch {
 	case u.EndedAt != nil:
-		q = q.Set("ended_at = ?", utc(*u.EndedAt))
+		q.set("ended_at", formatTime(*u.EndedAt))
 	case u.ClearEndedAt:
-		q = q.Set("ended_at = NULL")
+		q.setNull("ended_at")
 	}
 	updated := u.UpdatedAt
 	if updated.IsZero() {
 		updated = orchestrator.Now()
 	}
-	q = q.Set("updated_at = ?", utc(updated))
-
-	return s.updatedSession(ctx, q.Returning("*").Scan(ctx), &row, id)
+	q.set("updated_at", formatTime(updated))
+	q.whereEq("id", id)
+	statuses := make([]string, len(from))
+	for i, st := range from {
+		statuses[i] = string(st)
+	}
+	q.whereIn("status", statuses)
+	var row sessionRow
+	return s.updatedSession(ctx, q.run(ctx, s, sessionColumns, &row), &row, id)
 }
 
 // updatedSession finishes a guarded update of session id: the updated row, or why the guard did not
@@ -178,55 +177,6 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id = ?", id).Exec(ctx)
 		return deleted(res, err, "session", id)
 	})
-}
-
-// updateSessionPrepared is UpdateSession as a prepared statement, for SQLite.
-func (s *Store) updateSessionPrepared(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
-	q := guardedUpdate{table: "sessions"}
-	if u.Status != nil {
-		q.set("status", string(*u.Status))
-	}
-	if u.RunnerID != nil {
-		q.set("runner_id", *u.RunnerID)
-	}
-	if u.CurrentRunID != nil {
-		q.set("current_run_id", *u.CurrentRunID)
-	}
-	if u.ExecutorSessionID != nil {
-		q.set("executor_session_id", *u.ExecutorSessionID)
-	}
-	switch {
-	case u.Result != nil:
-		b, err := marshalResult(u.Result)
-		if err != nil {
-			return nil, err
-		}
-		q.set("result", string(b))
-	case u.ClearResult:
-		q.setNull("result")
-	}
-	if u.Error != nil {
-		q.set("error", *u.Error)
-	}
-	switch {
-	case u.EndedAt != nil:
-		q.set("ended_at", formatTime(*u.EndedAt))
-	case u.ClearEndedAt:
-		q.setNull("ended_at")
-	}
-	updated := u.UpdatedAt
-	if updated.IsZero() {
-		updated = orchestrator.Now()
-	}
-	q.set("updated_at", formatTime(updated))
-	q.whereEq("id", id)
-	statuses := make([]string, len(from))
-	for i, st := range from {
-		statuses[i] = string(st)
-	}
-	q.whereIn("status", statuses)
-	var row sessionRow
-	return s.updatedSession(ctx, q.run(ctx, s, sessionColumns, &row), &row, id)
 }
 
 var sessionColumns = columns(sessionRow{})

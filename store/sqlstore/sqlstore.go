@@ -27,11 +27,12 @@
 //
 // # Statements
 //
-// The claim is a long statement with bound parameters, prepared once per connection, so that it is not
-// parsed and planned for every poll; on SQLite, whose parser is slow next to its executor, the inserts
-// and the event sequence update are prepared too. Everything else goes through bun, which writes the
-// values into the SQL text. Behind PgBouncer in transaction pooling mode, use a version that supports
-// prepared statements (1.21 or later, with max_prepared_statements set).
+// The hot statements have bound parameters and are prepared once per connection, so that they are not
+// parsed (and, on PostgreSQL, planned) every time: the claim, the single-row inserts, the guarded updates
+// of runs and sessions, the event sequence update and, on PostgreSQL, the insert of a few events in one
+// statement. Everything else goes through bun, which writes the values into the SQL text. Behind PgBouncer
+// in transaction pooling mode, use a version that supports prepared statements (1.21 or later, with
+// max_prepared_statements set).
 //
 // # Transactions
 //

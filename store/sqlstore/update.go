@@ -6,10 +6,11 @@ import (
 	"strings"
 )
 
-// guardedUpdate is an UPDATE … WHERE … RETURNING of one row, written with ? parameters so that SQLite
-// can run it as a prepared statement (see prepared.go: parsing costs SQLite more than running a simple
-// update). Its text depends only on which columns are set and how many statuses guard it, so few
-// distinct statements exist and each is prepared once.
+// guardedUpdate is an UPDATE … WHERE … RETURNING of one row, written with ? parameters so that it runs
+// as a prepared statement (see prepared.go: parsing, and on PostgreSQL planning, costs more than running
+// a simple update). Its text depends only on which columns are set and how many statuses guard it, so few
+// distinct statements exist and each is prepared once. The RETURNING columns are named rather than *, so
+// that the result shape of a prepared statement stays fixed when a newer replica adds a column.
 type guardedUpdate struct {
 	table string
 	sets  []string
