@@ -47,6 +47,11 @@ func (s *Store) GetRun(ctx context.Context, id string) (*orchestrator.Run, error
 
 // ListRuns returns the runs f selects, oldest first. AfterID continues strictly after that run; a cursor
 // naming a run that no longer exists is ErrNotFound.
+//
+// The indexed selections are by session, by runner (with statuses), by pinned runner, and of pending
+// runs. A selection by other statuses alone (GET /runs?status=running) reads the whole runs table: runs
+// have no status index, because every status change would move its entry (migration 3 dropped it to
+// spare each run's writes). Sessions are indexed by status; list those, or set a retention.
 func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
 	var rows []runRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
