@@ -82,6 +82,23 @@ type AgentInfo struct {
 	Blueprint *Blueprint `json:"blueprint,omitempty"`
 }
 
+// Schemas returns the agent's schemas as the API shows them: parameters is the schema parameters are
+// validated against (the implicit prompt schema for an AI agent that declares none), and either is JSON
+// null when there is none.
+func (a *AgentInfo) Schemas() (parameters, output json.RawMessage) {
+	parameters, output = a.ParametersSchema, a.OutputSchema
+	if len(parameters) == 0 && a.Type == AgentTypeAgent {
+		parameters = ImplicitPromptSchema
+	}
+	if len(parameters) == 0 {
+		parameters = json.RawMessage("null")
+	}
+	if len(output) == 0 {
+		output = json.RawMessage("null")
+	}
+	return parameters, output
+}
+
 // StartRunParams is a request to start or resume a session (POST /runs).
 type StartRunParams struct {
 	AgentName string `json:"agent_name"`

@@ -234,6 +234,25 @@ func (c *SchemaCache) Compile(raw json.RawMessage) (*Schema, error) {
 	return e.schema, nil
 }
 
+// HasSchema reports whether raw declares a schema: it is neither empty nor JSON null.
+func HasSchema(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) > 0 && string(s) != "null"
+}
+
+// CompileOutput compiles an invocation's output schema for an executor: nil when the invocation declares
+// none ([HasSchema]), an ErrInvalid "invalid_schema" error when it does not compile.
+func (c *SchemaCache) CompileOutput(raw json.RawMessage) (*Schema, error) {
+	if !HasSchema(raw) {
+		return nil, nil
+	}
+	s, err := c.Compile(raw)
+	if err != nil {
+		return nil, Errorf(ErrInvalid, "invalid_schema", "output_schema: %v", err)
+	}
+	return s, nil
+}
+
 // Len reports how many schemas the cache holds.
 func (c *SchemaCache) Len() int {
 	c.mu.RLock()

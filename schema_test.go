@@ -886,3 +886,39 @@ func BenchmarkSchemaCacheHit(b *testing.B) {
 		}
 	})
 }
+
+func TestCompileOutput(t *testing.T) {
+	t.Parallel()
+	c := NewSchemaCache(0)
+	for _, none := range []string{"", "  ", "null", " null\n"} {
+		if HasSchema(json.RawMessage(none)) {
+			t.Errorf("HasSchema(%q) = true", none)
+		}
+		if s, err := c.CompileOutput(json.RawMessage(none)); s != nil || err != nil {
+			t.Errorf("CompileOutput(%q) = %v, %v; want no schema", none, s, err)
+		}
+	}
+	if s, err := c.CompileOutput(json.RawMessage(`{"type":"object"}`)); s == nil || err != nil {
+		t.Errorf("CompileOutput of an object schema = %v, %v", s, err)
+	}
+	_, err := c.CompileOutput(json.RawMessage(`{"type":"strang"}`))
+	if !errors.Is(err, ErrInvalid) || ErrorCode(err) != "invalid_schema" || !strings.HasPrefix(err.Error(), "output_schema: ") {
+		t.Errorf("CompileOutput of a bad schema = %v, want invalid_schema naming output_schema", err)
+	}
+}
+
+func TestAgentInfoSchemas(t *testing.T) {
+	t.Parallel()
+	p, o := (&AgentInfo{Type: AgentTypeAgent}).Schemas()
+	if string(p) != string(ImplicitPromptSchema) || string(o) != "null" {
+		t.Errorf("AI agent without schemas: %s, %s", p, o)
+	}
+	p, o = (&AgentInfo{Type: AgentTypeDeterministic}).Schemas()
+	if string(p) != "null" || string(o) != "null" {
+		t.Errorf("deterministic agent without schemas: %s, %s", p, o)
+	}
+	p, o = (&AgentInfo{Type: AgentTypeAgent, ParametersSchema: json.RawMessage(`{}`), OutputSchema: json.RawMessage(`{"type":"object"}`)}).Schemas()
+	if string(p) != `{}` || string(o) != `{"type":"object"}` {
+		t.Errorf("declared schemas: %s, %s", p, o)
+	}
+}

@@ -72,16 +72,8 @@ func (s *server) getAgentSchema(w http.ResponseWriter, r *http.Request) error {
 }
 
 func agentSchema(a *orchestrator.AgentInfo) AgentSchema {
-	out := AgentSchema{Name: a.Name, Type: a.Type, ParametersSchema: a.ParametersSchema, OutputSchema: a.OutputSchema}
-	if len(out.ParametersSchema) == 0 && a.Type == orchestrator.AgentTypeAgent {
-		out.ParametersSchema = orchestrator.ImplicitPromptSchema
-	}
-	if len(out.ParametersSchema) == 0 {
-		out.ParametersSchema = json.RawMessage("null")
-	}
-	if len(out.OutputSchema) == 0 {
-		out.OutputSchema = json.RawMessage("null")
-	}
+	out := AgentSchema{Name: a.Name, Type: a.Type}
+	out.ParametersSchema, out.OutputSchema = a.Schemas()
 	return out
 }
 

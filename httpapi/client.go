@@ -449,13 +449,7 @@ func (c *Client) GetRun(ctx context.Context, id string) (*orchestrator.Run, erro
 // ListRuns implements [orchestrator.Coordinator].
 func (c *Client) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
 	q := url.Values{}
-	if len(f.Statuses) > 0 {
-		st := make([]string, len(f.Statuses))
-		for i, s := range f.Statuses {
-			st[i] = string(s)
-		}
-		q.Set("status", strings.Join(st, ","))
-	}
+	setq(q, "status", joinList(f.Statuses))
 	setq(q, "session_id", f.SessionID)
 	setq(q, "runner_id", f.RunnerID)
 	setq(q, "demand_runner_id", f.DemandRunnerID)
@@ -472,6 +466,15 @@ func (c *Client) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orc
 		return nil, err
 	}
 	return out.Runs, nil
+}
+
+// joinList renders a list filter as the API takes it: comma-separated.
+func joinList[S ~string](list []S) string {
+	parts := make([]string, len(list))
+	for i, s := range list {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
 }
 
 func setq(q url.Values, k, v string) {
@@ -501,13 +504,7 @@ func (c *Client) GetSession(ctx context.Context, id string) (*orchestrator.Sessi
 // ListSessions implements [orchestrator.Coordinator].
 func (c *Client) ListSessions(ctx context.Context, f orchestrator.SessionFilter) (*orchestrator.SessionPage, error) {
 	q := url.Values{}
-	if len(f.Statuses) > 0 {
-		st := make([]string, len(f.Statuses))
-		for i, s := range f.Statuses {
-			st[i] = string(s)
-		}
-		q.Set("status", strings.Join(st, ","))
-	}
+	setq(q, "status", joinList(f.Statuses))
 	setq(q, "agent_name", f.AgentName)
 	setq(q, "parent_session_id", f.ParentSessionID)
 	setq(q, "cursor", f.AfterID)

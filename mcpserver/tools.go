@@ -326,17 +326,8 @@ func (s *server) getAgentSchema(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return s.toolError(err), nil, nil
 	}
-	out := AgentSchemaOutput{Name: a.Name, Type: a.Type, Description: a.Description,
-		ParametersSchema: a.ParametersSchema, OutputSchema: a.OutputSchema}
-	if len(out.ParametersSchema) == 0 && a.Type == orchestrator.AgentTypeAgent {
-		out.ParametersSchema = orchestrator.ImplicitPromptSchema
-	}
-	if len(out.ParametersSchema) == 0 {
-		out.ParametersSchema = json.RawMessage("null")
-	}
-	if len(out.OutputSchema) == 0 {
-		out.OutputSchema = json.RawMessage("null")
-	}
+	out := AgentSchemaOutput{Name: a.Name, Type: a.Type, Description: a.Description}
+	out.ParametersSchema, out.OutputSchema = a.Schemas()
 	return nil, out, nil
 }
 

@@ -65,7 +65,6 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -186,11 +185,9 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if err != nil {
 		return nil, err
 	}
-	var schema *orchestrator.Schema
-	if s := bytes.TrimSpace(inv.OutputSchema); len(s) > 0 && string(s) != "null" {
-		if schema, err = e.schemas.Compile(inv.OutputSchema); err != nil {
-			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
-		}
+	schema, err := e.schemas.CompileOutput(inv.OutputSchema)
+	if err != nil {
+		return nil, err
 	}
 	prompt, err := RenderPrompt(inv.Parameters, inv.OutputSchema)
 	if err != nil {

@@ -45,7 +45,7 @@ func RenderPrompt(parameters, outputSchema json.RawMessage) (string, error) {
 	if b.Len() == 0 {
 		return "", orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_parameters", "the parameters have no prompt and no inputs: there is nothing to ask the agent")
 	}
-	if s := bytes.TrimSpace(outputSchema); len(s) > 0 && string(s) != "null" {
+	if orchestrator.HasSchema(outputSchema) {
 		b.WriteString("\n\n")
 		b.WriteString(schemaInstructions(outputSchema))
 	}

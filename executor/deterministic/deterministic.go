@@ -100,11 +100,8 @@ func New(cfg Config) *Executor {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = DefaultStopGrace
 	}
-	switch {
-	case cfg.MaxStderrLine == 0:
-		cfg.MaxStderrLine = DefaultMaxStderrLine
-	case cfg.MaxStderrLine < proc.MinStderrLine:
-		cfg.MaxStderrLine = proc.MinStderrLine
+	if cfg.MaxStderrLine == 0 {
+		cfg.MaxStderrLine = DefaultMaxStderrLine // the stderr pump raises values below proc.MinStderrLine
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -139,11 +136,9 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if err != nil {
 		return nil, err
 	}
-	var schema *orchestrator.Schema
-	if s := bytes.TrimSpace(inv.OutputSchema); len(s) > 0 && string(s) != "null" {
-		if schema, err = e.schemas.Compile(inv.OutputSchema); err != nil {
-			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
-		}
+	schema, err := e.schemas.CompileOutput(inv.OutputSchema)
+	if err != nil {
+		return nil, err
 	}
 	path, err := proc.LookPath(argv[0], proc.Lookup(env, "PATH"))
 	if err != nil {

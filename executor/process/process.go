@@ -179,12 +179,9 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if events == nil {
 		events = orchestrator.DiscardEvents
 	}
-	var schema *orchestrator.Schema
-	if s := bytes.TrimSpace(inv.OutputSchema); len(s) > 0 && string(s) != "null" {
-		var err error
-		if schema, err = e.schemas.Compile(inv.OutputSchema); err != nil {
-			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
-		}
+	schema, err := e.schemas.CompileOutput(inv.OutputSchema)
+	if err != nil {
+		return nil, err
 	}
 	resultType := string(inv.Blueprint.Type)
 	if resultType == "" {
