@@ -216,24 +216,29 @@ func (c *LocalCoordinator) pollOnce(ctx context.Context, p PollParams) (*Work, e
 	if runner.Status != RunnerOnline {
 		return work, nil
 	}
+	// One claim takes as many runs as the runner has free slots. A run that cannot be executed (its agent
+	// was deleted meanwhile) is failed, and another claim looks for a replacement; a claim that took fewer
+	// than it asked for took all there was.
 	for len(work.Runs) < p.Max {
-		run, err := c.store.ClaimRun(ctx, ClaimParams{Runner: runner, Now: now})
-		if errors.Is(err, ErrNotFound) {
-			break
-		}
+		want := p.Max - len(work.Runs)
+		runs, err := c.store.ClaimRuns(ctx, ClaimParams{Runner: runner, Now: now, Max: want})
 		if err != nil {
 			return nil, err
 		}
-		asg, err := c.assignment(ctx, run)
-		if err != nil {
-			// The run cannot be executed (its agent was deleted meanwhile): fail it, look for another.
-			c.log.Warn("claimed run cannot be assigned", "run_id", run.ID, "err", err)
-			if ferr := c.failRun(ctx, run, err.Error()); ferr != nil {
-				return nil, ferr
+		for _, run := range runs {
+			asg, err := c.assignment(ctx, run)
+			if err != nil {
+				c.log.Warn("claimed run cannot be assigned", "run_id", run.ID, "err", err)
+				if ferr := c.failRun(ctx, run, err.Error()); ferr != nil {
+					return nil, ferr
+				}
+				continue
 			}
-			continue
+			work.Runs = append(work.Runs, asg)
 		}
-		work.Runs = append(work.Runs, asg)
+		if len(runs) < want {
+			break
+		}
 	}
 	if len(work.Runs) == 0 && p.Max > 0 {
 		// A run stays claimed until its runner reports it started. One claimed long ago was most likely

@@ -67,10 +67,12 @@ type Store interface {
 	CreateRun(ctx context.Context, r *Run) error
 	GetRun(ctx context.Context, id string) (*Run, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
-	// ClaimRun atomically moves the oldest pending, unparked run that the runner described by p can execute
-	// (see [Demands.Matches]) to claimed, bound to the runner, and returns it. ErrNotFound when there is
-	// none. A run is never claimed twice. Parked runs cost the claim nothing.
-	ClaimRun(ctx context.Context, p ClaimParams) (*Run, error)
+	// ClaimRuns atomically moves up to p.Max of the oldest pending, unparked runs that the runner described
+	// by p can execute (see [Demands.Matches]) to claimed, bound to the runner, and returns them oldest
+	// first. None to take is an empty result, not an error. A run is never claimed twice. Parked runs cost
+	// the claim nothing. Claiming several runs at once is one write instead of one per run: under load,
+	// most of what a busy runner asks for.
+	ClaimRuns(ctx context.Context, p ClaimParams) ([]*Run, error)
 	// UpdateRun applies u when the run's status is one of from (any status when from is empty) and, when
 	// runnerID is non-empty, the run is held by that runner. A run held by another runner is ErrConflict.
 	UpdateRun(ctx context.Context, id string, from []RunStatus, runnerID string, u RunUpdate) (*Run, error)
@@ -168,6 +170,8 @@ type CallbackFilter struct {
 type ClaimParams struct {
 	Runner *RunnerInfo
 	Now    time.Time
+	// Max is the most runs one claim takes (a runner asks for as many as it has free slots); 0 means 1.
+	Max int
 }
 
 // SessionUpdate lists the session fields to change; nil fields are left alone.

@@ -1,10 +1,12 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,64 +14,77 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// ClaimRun moves the oldest pending run the runner can execute to claimed, bound to the runner, in one
-// statement.
+// ClaimRuns moves up to p.Max of the oldest pending runs the runner can execute to claimed, bound to the
+// runner, in one statement.
 //
-// The statement is an UPDATE whose target is chosen from up to three probes. Each probe walks the
+// The statement is an UPDATE whose targets are chosen from up to three probes. Each probe walks the
 // partial index runs_claim (pending runs only, keyed by demand_runner_id, agent_type, created_at, id) from
 // the oldest entry under one (demand_runner_id, agent_type) key, filtered by the rest of
-// [orchestrator.Demands.Matches]:
+// [orchestrator.Demands.Matches], and yields at most p.Max candidates:
 //
 //   - deterministic runs pinned to this runner;
 //   - AI runs pinned to this runner (when it accepts AI agents: resumed sessions are pinned);
 //   - AI runs pinned to no runner (when it accepts AI agents).
 //
-// Runs pinned to other runners sit under other keys, so no number of them slows a claim down; only
-// unpinned runs this runner cannot take for another reason (a demanded hostname, tag, ...) are stepped
-// over. A deterministic run is always pinned (Matches refuses an unpinned one), and runs of any other
-// agent type are never claimed.
+// The oldest p.Max of those candidates are claimed. Runs pinned to other runners sit under other keys, so
+// no number of them slows a claim down; only unpinned runs this runner cannot take for another reason (a
+// demanded hostname, tag, ...) are stepped over. A deterministic run is always pinned (Matches refuses an
+// unpinned one), and runs of any other agent type are never claimed.
 //
 // The statement has fixed text with bound parameters and is prepared once (per connection on
 // PostgreSQL), so it is parsed and planned once: for a statement this size that is most of the cost.
 //
 // SQLite: the statement is atomic under SQLite's single writer (BEGIN IMMEDIATE).
 //
-// PostgreSQL: each probe locks its candidate FOR UPDATE SKIP LOCKED, so concurrent claimers pass over each
-// other's candidates instead of queueing behind them, and a candidate whose claim committed meanwhile is
-// re-checked (no longer pending) and passed over too. The UPDATE finds its row by primary key alone: the
-// probe's lock guarantees it is still pending. The locks of candidates that lose to an older one last
+// PostgreSQL: each probe locks its candidates FOR UPDATE SKIP LOCKED, so concurrent claimers pass over
+// each other's candidates instead of queueing behind them, and a candidate whose claim committed meanwhile
+// is re-checked (no longer pending) and passed over too. The UPDATE finds its rows by primary key alone:
+// the probes' locks guarantee they are still pending. The locks of candidates that lose to older ones last
 // until the statement ends, so a concurrent claim may find nothing but such rows: a claim that comes back
-// empty checks the probes without locks and, when they find candidates, claims again (up to
-// claimRetries times). ErrNotFound therefore means nothing was claimable, not "everything was busy".
-func (s *Store) ClaimRun(ctx context.Context, p orchestrator.ClaimParams) (*orchestrator.Run, error) {
+// empty checks the probes without locks and, when they find candidates, claims again (up to claimRetries
+// times). An empty result therefore means nothing was claimable, not "everything was busy". A claim that
+// took fewer than p.Max runs returns what it took.
+func (s *Store) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
 	if s.batch != nil && !s.inTx {
 		// A claim is a write: on SQLite it joins the batched commits rather than waiting for the
 		// write connection between them.
-		var run *orchestrator.Run
+		var runs []*orchestrator.Run
 		err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
 			var err error
-			run, err = tx.ClaimRun(ctx, p)
+			runs, err = tx.ClaimRuns(ctx, p)
 			return err
 		})
-		return run, err
+		return runs, err
 	}
 	runner := p.Runner
 	if runner == nil || runner.ID == "" {
-		return nil, errors.New("sqlstore: ClaimRun needs a runner")
+		return nil, errors.New("sqlstore: ClaimRuns needs a runner")
 	}
 	now := p.Now
 	if now.IsZero() {
 		now = orchestrator.Now()
 	}
 	q := claimSQL[s.pg]
-	args := claimArgs(s.pg, runner, now)
+	args := claimArgs(s.pg, runner, now, max(p.Max, 1))
 	for attempt := 0; ; attempt++ {
-		var row runRow
-		if err := s.queryPrepared(ctx, q.claim, args, &row); err != nil {
+		var rows []runRow
+		if err := s.queryPrepared(ctx, q.claim, args, &rows); err != nil {
 			return nil, wrap(err, "claim for runner", runner.ID)
 		}
-		if row.ID != "" {
-			return row.domain()
+		if len(rows) > 0 {
+			runs := make([]*orchestrator.Run, 0, len(rows))
+			for i := range rows {
+				run, err := rows[i].domain()
+				if err != nil {
+					return nil, err
+				}
+				runs = append(runs, run)
+			}
+			// RETURNING gives no order.
+			slices.SortFunc(runs, func(a, b *orchestrator.Run) int {
+				return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+			})
+			return runs, nil
 		}
 		if !s.pg || attempt >= claimRetries {
 			break
@@ -83,7 +98,7 @@ func (s *Store) ClaimRun(ctx context.Context, p orchestrator.ClaimParams) (*orch
 			break
 		}
 	}
-	return nil, notFound("claimable run for runner", runner.ID)
+	return []*orchestrator.Run{}, nil
 }
 
 // claimRetries bounds how often a PostgreSQL claim that found every candidate locked by concurrent claims
@@ -92,10 +107,10 @@ const claimRetries = 20
 
 // claimProbeArgs is the number of parameters of the probes: 1 runner id, 2-5 the runner's hostname,
 // project dir, executor type and profile, 6 its tags, 7 whether it requires matching tags, 8 whether it
-// accepts AI agents. The claim adds 9 the claimed status and 10 the claim time.
+// accepts AI agents. The claim adds 9 the claimed status, 10 the claim time and 11 the most runs to take.
 const claimProbeArgs = 8
 
-func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time) []any {
+func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time, limit int) []any {
 	var tags string
 	if pg {
 		tags = strings.Join(runner.Tags, ",") // tags hold no commas (orchestrator.Demands.Validate)
@@ -106,7 +121,7 @@ func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time) []any {
 	return []any{
 		runner.ID, runner.Hostname, runner.ProjectDir, runner.ExecutorType, runner.ExecutorProfile,
 		tags, runner.RequireMatchingTags, runner.AcceptsAgents,
-		string(orchestrator.RunClaimed), formatTime(now),
+		string(orchestrator.RunClaimed), formatTime(now), limit,
 	}
 }
 
@@ -138,7 +153,7 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 		" AND r.demand_executor_type IN ('', " + arg(4) + ") AND r.demand_executor_profile IN ('', " + arg(5) + ")" +
 		" AND (r.demand_tag_count = 0 OR NOT EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND " + tagHeld + "))"
 	requireTags := " AND (NOT (" + flag(7) + ") OR r.demand_tag_count > 0)"
-	union := func(lock string) string {
+	union := func(limit, lock string) string {
 		var sb strings.Builder
 		for i, p := range []struct{ pinned, agentType, gate string }{
 			{arg(1), "deterministic", ""},
@@ -153,7 +168,7 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 			// the partial index applies; the gate is a constant, tested once.
 			sb.WriteString("SELECT id, created_at FROM (SELECT r.id, r.created_at FROM runs r" +
 				" WHERE r.status = 'pending' AND NOT r.parked AND r.demand_runner_id = " + p.pinned + " AND r.agent_type = '" + p.agentType + "'" +
-				p.gate + match + " ORDER BY r.created_at, r.id LIMIT 1" + lock + ") p" + strconv.Itoa(i))
+				p.gate + match + " ORDER BY r.created_at, r.id LIMIT " + limit + lock + ") p" + strconv.Itoa(i))
 		}
 		return sb.String()
 	}
@@ -163,13 +178,15 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	returning := strings.Join(columns(runRow{}), ", ")
 	set := "UPDATE runs SET status = " + arg(9) + ", runner_id = " + arg(1) + ", claimed_at = " + arg(10)
 	if pg {
-		q.claim = set + " WHERE id = (SELECT id FROM (" + union(" FOR UPDATE SKIP LOCKED") + ") k" +
-			" ORDER BY created_at, id LIMIT 1) RETURNING " + returning
+		// = ANY(ARRAY(…)) rather than IN (…): the candidates are computed once, as an init plan, and the
+		// UPDATE probes the primary key with them, whatever the planner guesses of the LIMIT.
+		q.claim = set + " WHERE id = ANY(ARRAY(SELECT id FROM (" + union(arg(11), " FOR UPDATE SKIP LOCKED") + ") k" +
+			" ORDER BY created_at, id LIMIT " + arg(11) + ")) RETURNING " + returning
 	} else {
-		q.claim = set + " WHERE status = 'pending' AND id = (SELECT id FROM (" + union("") + ") k" +
-			" ORDER BY created_at, id LIMIT 1) RETURNING " + returning
+		q.claim = set + " WHERE status = 'pending' AND id IN (SELECT id FROM (" + union(arg(11), "") + ") k" +
+			" ORDER BY created_at, id LIMIT " + arg(11) + ") RETURNING " + returning
 	}
-	q.probes = "SELECT id FROM (" + union("") + ") k"
+	q.probes = "SELECT id FROM (" + union("1", "") + ") k"
 	return q
 }
 

@@ -18,7 +18,7 @@ func TestClaimPlanSQLite(t *testing.T) {
 	}
 	defer s.Close()
 	runner := &orchestrator.RunnerInfo{ID: "lnch_a", Hostname: "h", Tags: []string{"gpu"}, AcceptsAgents: true}
-	rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+claimSQL[false].claim, claimArgs(false, runner, orchestrator.Now())...)
+	rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+claimSQL[false].claim, claimArgs(false, runner, orchestrator.Now(), 8)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 			if err := s.CreateRun(b.Context(), r); err != nil {
 				b.Fatal(err)
 			}
-			c, err := s.ClaimRun(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: now})
+			c, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: now})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 		runner.Hostname = "bench-host"
 		b.ReportAllocs()
 		for b.Loop() {
-			_, err := s.ClaimRun(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now()})
+			_, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now()})
 			if !errors.Is(err, orchestrator.ErrNotFound) {
 				b.Fatalf("ClaimRun = %v, want ErrNotFound", err)
 			}

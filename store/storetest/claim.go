@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -89,45 +88,52 @@ func claimRuns() []*orchestrator.Run {
 
 func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	// For each runner, claiming until there is nothing left takes exactly the runs Demands.Matches accepts,
-	// oldest first.
+	// oldest first, whether each claim takes one run or several.
 	for _, runner := range claimRunners() {
-		t.Run("Matches/"+runner.ID, func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t)
-			runs := claimRuns()
-			for _, r := range runs {
-				must(t, "CreateRun "+r.ID, s.CreateRun(ctx(t), r))
-			}
-			var want []*orchestrator.Run
-			for _, r := range runs {
-				if r.Status == orchestrator.RunPending && r.Demands.Matches(r.AgentType, runner) {
-					want = append(want, r)
+		for _, limit := range []int{0, 1, 3, 100} {
+			t.Run(fmt.Sprintf("Matches/%s/Max%d", runner.ID, limit), func(t *testing.T) {
+				t.Parallel()
+				s := newStore(t)
+				runs := claimRuns()
+				for _, r := range runs {
+					must(t, "CreateRun "+r.ID, s.CreateRun(ctx(t), r))
 				}
-			}
-			sortRuns(want)
+				var want []*orchestrator.Run
+				for _, r := range runs {
+					if r.Status == orchestrator.RunPending && r.Demands.Matches(r.AgentType, runner) {
+						want = append(want, r)
+					}
+				}
+				sortRuns(want)
 
-			var got []string
-			for i := 0; ; i++ {
-				now := at(1000 + i)
-				r, err := s.ClaimRun(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: now})
-				if errors.Is(err, orchestrator.ErrNotFound) {
-					break
+				var got []string
+				for i := 0; ; i++ {
+					now := at(1000 + i)
+					claimed, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: now, Max: limit})
+					must(t, "ClaimRuns", err)
+					if len(claimed) == 0 {
+						break
+					}
+					if len(claimed) > max(limit, 1) {
+						t.Fatalf("claim with Max %d took %d runs", limit, len(claimed))
+					}
+					for _, r := range claimed {
+						if r.Status != orchestrator.RunClaimed || r.RunnerID != runner.ID || r.ClaimedAt == nil || !r.ClaimedAt.Equal(now) {
+							t.Fatalf("claimed run %s: status %s runner %q claimed_at %v; want claimed by %s at %v",
+								r.ID, r.Status, r.RunnerID, r.ClaimedAt, runner.ID, now)
+						}
+						stored, err := s.GetRun(ctx(t), r.ID)
+						must(t, "GetRun", err)
+						equal(t, "stored claimed run", stored, r)
+						got = append(got, r.ID)
+					}
+					if i > len(runs) {
+						t.Fatalf("claimed more runs than exist: %v", got)
+					}
 				}
-				must(t, "ClaimRun", err)
-				if r.Status != orchestrator.RunClaimed || r.RunnerID != runner.ID || r.ClaimedAt == nil || !r.ClaimedAt.Equal(now) {
-					t.Fatalf("claimed run %s: status %s runner %q claimed_at %v; want claimed by %s at %v",
-						r.ID, r.Status, r.RunnerID, r.ClaimedAt, runner.ID, now)
-				}
-				stored, err := s.GetRun(ctx(t), r.ID)
-				must(t, "GetRun", err)
-				equal(t, "stored claimed run", stored, r)
-				got = append(got, r.ID)
-				if i > len(runs) {
-					t.Fatalf("claimed more runs than exist: %v", got)
-				}
-			}
-			equal(t, "claimed runs of "+runner.ID, got, runIDsOrNil(want))
-		})
+				equal(t, "claimed runs of "+runner.ID, got, runIDsOrNil(want))
+			})
+		}
 	}
 
 	// Claims never return a run twice, and take every run, when runners race.
@@ -170,26 +176,31 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			wg      sync.WaitGroup
 			errs    = make(chan error, workers)
 		)
-		for _, runner := range runners {
+		for i, runner := range runners {
 			wg.Go(func() {
 				for {
-					r, err := s.ClaimRun(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now()})
-					if errors.Is(err, orchestrator.ErrNotFound) {
-						return
-					}
+					// Runners take 1 to 4 runs per claim.
+					rs, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now(), Max: 1 + i%4})
 					if err != nil {
 						errs <- err
 						return
 					}
-					mu.Lock()
-					if prev, ok := claimed[r.ID]; ok {
-						dups = append(dups, fmt.Sprintf("%s by %s and %s", r.ID, prev, runner.ID))
-					}
-					claimed[r.ID] = runner.ID
-					mu.Unlock()
-					if r.RunnerID != runner.ID {
-						errs <- fmt.Errorf("run %s claimed by %s came back with runner %q", r.ID, runner.ID, r.RunnerID)
+					if len(rs) == 0 {
 						return
+					}
+					mu.Lock()
+					for _, r := range rs {
+						if prev, ok := claimed[r.ID]; ok {
+							dups = append(dups, fmt.Sprintf("%s by %s and %s", r.ID, prev, runner.ID))
+						}
+						claimed[r.ID] = runner.ID
+					}
+					mu.Unlock()
+					for _, r := range rs {
+						if r.RunnerID != runner.ID {
+							errs <- fmt.Errorf("run %s claimed by %s came back with runner %q", r.ID, runner.ID, r.RunnerID)
+							return
+						}
 					}
 				}
 			})
@@ -197,7 +208,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatalf("ClaimRun: %v", err)
+			t.Fatalf("ClaimRuns: %v", err)
 		}
 		if len(dups) > 0 {
 			t.Fatalf("%d runs claimed twice, e.g. %s", len(dups), dups[0])
@@ -234,4 +245,19 @@ func runIDsOrNil(rs []*orchestrator.Run) []string {
 		out = append(out, r.ID)
 	}
 	return out
+}
+
+// claimOne claims a single run; ErrNotFound when there is none to take.
+func claimOne(ctx context.Context, s orchestrator.Store, p orchestrator.ClaimParams) (*orchestrator.Run, error) {
+	p.Max = 1
+	rs, err := s.ClaimRuns(ctx, p)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(rs) == 0:
+		return nil, fmt.Errorf("no claimable run for %s: %w", p.Runner.ID, orchestrator.ErrNotFound)
+	case len(rs) > 1:
+		return nil, fmt.Errorf("ClaimRuns with Max 1 took %d runs", len(rs))
+	}
+	return rs[0], nil
 }

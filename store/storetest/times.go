@@ -36,7 +36,7 @@ func testTimes(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	r := newRun("run_a", "ses_a", local)
 	r.StopRequestedAt = ptr(old)
 	must(t, "CreateRun", s.CreateRun(ctx(t), r))
-	claimed, err := s.ClaimRun(ctx(t), orchestrator.ClaimParams{Runner: newRunner("lnch_a"), Now: local.Add(time.Microsecond)})
+	claimed, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: newRunner("lnch_a"), Now: local.Add(time.Microsecond)})
 	must(t, "ClaimRun", err)
 	if !claimed.CreatedAt.Equal(local) || claimed.CreatedAt.Location() != time.UTC ||
 		!claimed.StopRequestedAt.Equal(old) || !claimed.ClaimedAt.Equal(local.Add(time.Microsecond)) {
