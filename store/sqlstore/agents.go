@@ -18,7 +18,7 @@ func (s *Store) CreateAgent(ctx context.Context, a *orchestrator.Agent) error {
 // GetAgent returns the agent registered under name.
 func (s *Store) GetAgent(ctx context.Context, name string) (*orchestrator.Agent, error) {
 	var row agentRow
-	if err := s.r.NewSelect().Model(&row).Where("name = ?", name).Scan(ctx); err != nil {
+	if err := s.getRow(ctx, &row, "name", name); err != nil {
 		return nil, wrap(err, "agent", name)
 	}
 	return row.domain()

@@ -62,22 +62,42 @@ func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 		s.prepareLater(query)
 		return tx.PrepareContext(ctx, s.dialectSQL(query))
 	}
-	// Prepared on a context of its own: the statement outlives this call.
-	st, err := s.dbW.DB.PrepareContext(context.WithoutCancel(ctx), s.dialectSQL(query))
+	return s.stmts.prepare(ctx, s.dbW, query, s.dialectSQL(query))
+}
+
+// preparedRead is [Store.prepared] for a statement that only reads: outside a transaction on a SQLite
+// file it is prepared on the pool of read connections, so that reads do not queue for the writer.
+func (s *Store) preparedRead(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s.inTx || s.readStmts == nil {
+		return s.prepared(ctx, query)
+	}
+	s.readStmts.mu.Lock()
+	st, ok := s.readStmts.m[query]
+	s.readStmts.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	return s.readStmts.prepare(ctx, s.dbR, query, s.dialectSQL(query))
+}
+
+// prepare prepares text on db and caches it under query (a concurrent preparation of the same query
+// wins). The statement is prepared on a context of its own: it outlives the call.
+func (c *stmtCache) prepare(ctx context.Context, db *bun.DB, query, text string) (*sql.Stmt, error) {
+	st, err := db.DB.PrepareContext(context.WithoutCancel(ctx), text)
 	if err != nil {
 		return nil, err
 	}
-	s.stmts.mu.Lock()
-	defer s.stmts.mu.Unlock()
-	if s.stmts.closed {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
 		st.Close()
 		return nil, errors.New("sqlstore: store closed")
 	}
-	if prev, ok := s.stmts.m[query]; ok { // prepared concurrently
+	if prev, ok := c.m[query]; ok { // prepared concurrently
 		st.Close()
 		return prev, nil
 	}
-	s.stmts.m[query] = st
+	c.m[query] = st
 	return st, nil
 }
 
@@ -210,6 +230,59 @@ func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...
 		return err
 	}
 	return stmt.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+// getRow reads into dest (a pointer to a row struct) the row whose key column equals key, through a
+// prepared statement: bun would write the key into the SQL text, so every read would be parsed (and on
+// PostgreSQL planned) again, which costs more than the read. No row is sql.ErrNoRows.
+func (s *Store) getRow(ctx context.Context, dest any, keyColumn, key string) error {
+	typ := reflect.TypeOf(dest).Elem()
+	query := s.getQuery(typ, keyColumn)
+	args := []any{key}
+	if err := s.checkArgs(args); err != nil {
+		return sql.ErrNoRows // no key holds a NUL byte on PostgreSQL
+	}
+	stmt, err := s.preparedRead(ctx, query)
+	if err != nil {
+		return err
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if err := s.dbW.ScanRows(ctx, rows, dest); err != nil { // closes rows
+		return err
+	}
+	table := s.dbW.Table(typ)
+	if table.LookupField(keyColumn).HasZeroValue(reflect.ValueOf(dest).Elem()) {
+		return sql.ErrNoRows
+	}
+	return nil
+}
+
+// getSQL caches the statements of getRow, per row type and key column.
+var getSQL sync.Map // getKey → string
+
+type getKey struct {
+	typ reflect.Type
+	col string
+}
+
+// getQuery returns the SELECT of every column of a row type by one key column. The columns are named
+// rather than *, so that a prepared statement keeps its result shape when a newer replica adds a column.
+func (s *Store) getQuery(typ reflect.Type, keyColumn string) string {
+	key := getKey{typ, keyColumn}
+	if q, ok := getSQL.Load(key); ok {
+		return q.(string)
+	}
+	table := s.dbW.Table(typ)
+	cols := make([]string, len(table.Fields))
+	for i, f := range table.Fields {
+		cols[i] = string(f.SQLName)
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + string(table.SQLName) + " WHERE " + keyColumn + " = ?"
+	getSQL.Store(key, q)
+	return q
 }
 
 // insertQuery returns the INSERT of n rows of a row type with one parameter per column.

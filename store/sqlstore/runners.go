@@ -29,7 +29,7 @@ func (s *Store) PutRunner(ctx context.Context, r *orchestrator.RunnerInfo) error
 // GetRunner returns the runner with the id.
 func (s *Store) GetRunner(ctx context.Context, id string) (*orchestrator.RunnerInfo, error) {
 	var row runnerRow
-	if err := s.r.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.getRow(ctx, &row, "id", id); err != nil {
 		return nil, wrap(err, "runner", id)
 	}
 	return row.domain()

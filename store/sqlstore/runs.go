@@ -39,7 +39,7 @@ func (s *Store) CreateRun(ctx context.Context, r *orchestrator.Run) error {
 // GetRun returns the run with the id.
 func (s *Store) GetRun(ctx context.Context, id string) (*orchestrator.Run, error) {
 	var row runRow
-	if err := s.r.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.getRow(ctx, &row, "id", id); err != nil {
 		return nil, wrap(err, "run", id)
 	}
 	return row.domain()

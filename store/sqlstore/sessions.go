@@ -23,7 +23,7 @@ func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) err
 // GetSession returns the session with the id.
 func (s *Store) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
 	var row sessionRow
-	if err := s.r.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.getRow(ctx, &row, "id", id); err != nil {
 		return nil, wrap(err, "session", id)
 	}
 	return row.domain()

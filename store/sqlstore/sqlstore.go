@@ -88,6 +88,10 @@ type Store struct {
 	dbW *bun.DB
 	// stmts caches prepared statements (shared with the Stores of transactions).
 	stmts *stmtCache
+	// dbR is the root read pool of a SQLite file and readStmts the statements prepared on it
+	// ([Store.preparedRead]); both nil where reads share the write database.
+	dbR       *bun.DB
+	readStmts *stmtCache
 	// batch groups SQLite's transactions into shared commits (nil on PostgreSQL and in transactions).
 	batch *batcher
 }
@@ -177,7 +181,7 @@ func openSQLite(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 			w.Close()
 			return nil, err
 		}
-		s.r = r
+		s.r, s.dbR, s.readStmts = r, r, newStmtCache()
 		stop, err := s.startCheckpointer()
 		if err != nil {
 			r.Close()
@@ -189,7 +193,7 @@ func openSQLite(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 			stop()
 			// A last checkpoint on close folds the WAL into the database file.
 			_, cerr := w.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
-			return errors.Join(cerr, s.stmts.close(), r.Close(), w.Close())
+			return errors.Join(cerr, s.stmts.close(), s.readStmts.close(), r.Close(), w.Close())
 		}
 	}
 	return s.start(ctx, cfg)

@@ -25,6 +25,8 @@ func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		wantErr(t, "CreateAgent with a taken name", err, orchestrator.ErrConflict)
 		_, err = s.GetAgent(ctx(t), "missing")
 		wantErr(t, "GetAgent missing", err, orchestrator.ErrNotFound)
+		_, err = s.GetAgent(ctx(t), "nul\x00name") // PostgreSQL text cannot hold one: still just missing
+		wantErr(t, "GetAgent with a NUL byte", err, orchestrator.ErrNotFound)
 	})
 
 	t.Run("List", func(t *testing.T) {

@@ -33,6 +33,8 @@ func testRunners(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 
 		_, err = s.GetRunner(ctx(t), "lnch_missing")
 		wantErr(t, "GetRunner missing", err, orchestrator.ErrNotFound)
+		_, err = s.GetRunner(ctx(t), "lnch_\x00")
+		wantErr(t, "GetRunner with a NUL byte", err, orchestrator.ErrNotFound)
 	})
 
 	t.Run("List", func(t *testing.T) {

@@ -31,6 +31,8 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		wantErr(t, "CreateRun with a taken id and tags", s.CreateRun(ctx(t), dup), orchestrator.ErrConflict)
 		_, err := s.GetRun(ctx(t), "run_missing")
 		wantErr(t, "GetRun missing", err, orchestrator.ErrNotFound)
+		_, err = s.GetRun(ctx(t), "run_\x00")
+		wantErr(t, "GetRun with a NUL byte", err, orchestrator.ErrNotFound)
 	})
 
 	t.Run("List", func(t *testing.T) {

@@ -32,6 +32,8 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		wantErr(t, "CreateSession with a taken id", s.CreateSession(ctx(t), newSession("ses_full", base)), orchestrator.ErrConflict)
 		_, err := s.GetSession(ctx(t), "ses_missing")
 		wantErr(t, "GetSession missing", err, orchestrator.ErrNotFound)
+		_, err = s.GetSession(ctx(t), "ses_\x00")
+		wantErr(t, "GetSession with a NUL byte", err, orchestrator.ErrNotFound)
 	})
 
 	t.Run("Update", func(t *testing.T) {
