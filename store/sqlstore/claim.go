@@ -183,8 +183,11 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 		q.claim = set + " WHERE id = ANY(ARRAY(SELECT id FROM (" + union(arg(11), " FOR UPDATE SKIP LOCKED") + ") k" +
 			" ORDER BY created_at, id LIMIT " + arg(11) + ")) RETURNING " + returning
 	} else {
-		q.claim = set + " WHERE status = 'pending' AND id IN (SELECT id FROM (" + union(arg(11), "") + ") k" +
-			" ORDER BY created_at, id LIMIT " + arg(11) + ") RETURNING " + returning
+		// The limit is an expression, not a bare parameter: SQLite plans with the value of a bare LIMIT
+		// parameter and so prepares the statement again whenever that value changes (most claims).
+		limit := "(" + arg(11) + " + 0)"
+		q.claim = set + " WHERE status = 'pending' AND id IN (SELECT id FROM (" + union(limit, "") + ") k" +
+			" ORDER BY created_at, id LIMIT " + limit + ") RETURNING " + returning
 	}
 	q.probes = "SELECT id FROM (" + union("1", "") + ") k"
 	return q
