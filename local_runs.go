@@ -472,15 +472,12 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 		"run_id": run.ID, "status": status, "error": errMsg,
 	}))
 	sessionStatus := SessionStatus(status)
-	upd := SessionUpdate{Status: &sessionStatus, Result: res, Error: &errMsg, EndedAt: &now, UpdatedAt: now}
+	upd := SessionUpdate{Status: &sessionStatus, Result: res, Error: &errMsg, EndedAt: &now, UpdatedAt: now, AppendEvents: events}
 	if run.RunnerID != "" {
 		upd.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
 	s, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending, SessionRunning}, upd)
 	if err != nil {
-		return err
-	}
-	if err := tx.AppendEvents(ctx, s.ID, events); err != nil {
 		return err
 	}
 	fx.ended = append(fx.ended, s.ID)

@@ -188,6 +188,11 @@ type SessionUpdate struct {
 	EndedAt      *time.Time
 	ClearEndedAt bool
 	UpdatedAt    time.Time
+	// AppendEvents are appended to the session by the same update, exactly as [Store.AppendEvents]
+	// appends them (each gets the next sequence number, written back, and the returned session's
+	// LastEventSeq counts them), and only when the guard lets the update through. A run's end changes the
+	// session and records its result and run_ended events: one statement fewer than doing both apart.
+	AppendEvents []*Event
 }
 
 // RunUpdate lists the run fields to change; nil fields are left alone.

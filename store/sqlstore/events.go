@@ -21,37 +21,43 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []*or
 		if err != nil {
 			return wrap(err, "session", sessionID)
 		}
-		if len(events) == 0 {
-			return nil
+		return tx.insertEvents(ctx, sessionID, last, events)
+	})
+}
+
+// insertEvents inserts events numbered up to last, the session's sequence number once they are counted,
+// and writes their session, sequence number and time back into them.
+func (s *Store) insertEvents(ctx context.Context, sessionID string, last int64, events []*orchestrator.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	first := last - int64(len(events)) + 1
+	rows := make([]eventRow, len(events))
+	now := orchestrator.Now()
+	for i, e := range events {
+		t := utc(e.Time)
+		if t.IsZero() {
+			t = now
 		}
-		first := last - int64(len(events)) + 1
-		rows := make([]eventRow, len(events))
-		now := orchestrator.Now()
-		for i, e := range events {
-			t := utc(e.Time)
-			if t.IsZero() {
-				t = now
-			}
-			rows[i] = eventRow{SessionID: sessionID, Seq: first + int64(i), Type: e.Type, Time: t, Data: rawOrNil(e.Data)}
+		rows[i] = eventRow{SessionID: sessionID, Seq: first + int64(i), Type: e.Type, Time: t, Data: rawOrNil(e.Data)}
+	}
+	if s.pg {
+		// One multi-row INSERT: one round trip (prepared per number of rows, up to a few).
+		if err := s.insertRows(ctx, &rows); err != nil {
+			return wrap(err, "events of session", sessionID)
 		}
-		if tx.pg {
-			// One multi-row INSERT: one round trip (prepared per number of rows, up to a few).
-			if err := tx.insertRows(ctx, &rows); err != nil {
+	} else {
+		// A prepared single-row INSERT per event: no parsing, and no round trips to save.
+		for i := range rows {
+			if err := s.insert(ctx, &rows[i]); err != nil {
 				return wrap(err, "events of session", sessionID)
 			}
-		} else {
-			// A prepared single-row INSERT per event: no parsing, and no round trips to save.
-			for i := range rows {
-				if err := tx.insert(ctx, &rows[i]); err != nil {
-					return wrap(err, "events of session", sessionID)
-				}
-			}
 		}
-		for i, e := range events {
-			e.SessionID, e.Seq, e.Time = sessionID, rows[i].Seq, rows[i].Time
-		}
-		return nil
-	})
+	}
+	for i, e := range events {
+		e.SessionID, e.Seq, e.Time = sessionID, rows[i].Seq, rows[i].Time
+	}
+	return nil
 }
 
 // appendSeqSQL hands out a batch of sequence numbers. The UPDATE is atomic and, on PostgreSQL, holds the

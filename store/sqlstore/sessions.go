@@ -82,6 +82,15 @@ func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Select
 
 // UpdateSession applies u when the session's status is one of from (any, when from is empty).
 func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
+	if len(u.AppendEvents) > 0 && !s.inTx {
+		var out *orchestrator.Session
+		err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
+			var err error
+			out, err = tx.UpdateSession(ctx, id, from, u)
+			return err
+		})
+		return out, err
+	}
 	q := guardedUpdate{table: "sessions"}
 	if u.Status != nil {
 		q.set("status", string(*u.Status))
@@ -119,6 +128,10 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 		updated = orchestrator.Now()
 	}
 	q.set("updated_at", formatTime(updated))
+	if n := len(u.AppendEvents); n > 0 {
+		q.sets = append(q.sets, "last_event_seq = last_event_seq + ?")
+		q.args = append(q.args, int64(n))
+	}
 	q.whereEq("id", id)
 	statuses := make([]string, len(from))
 	for i, st := range from {
@@ -126,7 +139,14 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 	}
 	q.whereIn("status", statuses)
 	var row sessionRow
-	return s.updatedSession(ctx, q.run(ctx, s, sessionColumns, &row), &row, id)
+	out, err := s.updatedSession(ctx, q.run(ctx, s, sessionColumns, &row), &row, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.insertEvents(ctx, id, out.LastEventSeq, u.AppendEvents); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // updatedSession finishes a guarded update of session id: the updated row, or why the guard did not

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -96,6 +97,58 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		if got, _ := s.ListEvents(ctx(t), "ses_missing", 0, 0); len(got) != 0 {
 			t.Fatalf("a refused append stored %d events", len(got))
 		}
+	})
+
+	// SessionUpdate.AppendEvents appends with the update, outside a transaction and inside one, and not at
+	// all when the guard refuses the update.
+	t.Run("WithSessionUpdate", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		must(t, "CreateSession", s.CreateSession(ctx(t), newSession("ses_a", base)))
+		must(t, "AppendEvents", s.AppendEvents(ctx(t), "ses_a", []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{}`)}}))
+		pending := []orchestrator.SessionStatus{orchestrator.SessionPending}
+		running := orchestrator.SessionRunning
+
+		// A refused update appends nothing.
+		refused := []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{"n":1}`)}}
+		_, err := s.UpdateSession(ctx(t), "ses_a", []orchestrator.SessionStatus{orchestrator.SessionCompleted},
+			orchestrator.SessionUpdate{Status: &running, AppendEvents: refused})
+		wantErr(t, "UpdateSession with events, guard refused", err, orchestrator.ErrConflict)
+		_, err = s.UpdateSession(ctx(t), "ses_missing", pending, orchestrator.SessionUpdate{Status: &running, AppendEvents: refused})
+		wantErr(t, "UpdateSession with events, missing session", err, orchestrator.ErrNotFound)
+		if got, _ := s.ListEvents(ctx(t), "ses_a", 0, 0); len(got) != 1 {
+			t.Fatalf("refused updates left %d events, want 1", len(got))
+		}
+
+		evs := []*orchestrator.Event{
+			{Type: orchestrator.EventResult, Data: json.RawMessage(`{"result_text":"r"}`), Time: at(5)},
+			{Type: orchestrator.EventRunEnded, Data: json.RawMessage(`{"status":"completed"}`)},
+		}
+		se, err := s.UpdateSession(ctx(t), "ses_a", pending, orchestrator.SessionUpdate{Status: &running, AppendEvents: evs})
+		must(t, "UpdateSession with events", err)
+		if se.Status != running || se.LastEventSeq != 3 {
+			t.Fatalf("updated session: status %s LastEventSeq %d, want running 3", se.Status, se.LastEventSeq)
+		}
+		if evs[0].Seq != 2 || evs[1].Seq != 3 || evs[0].SessionID != "ses_a" || !evs[0].Time.Equal(at(5)) || evs[1].Time.IsZero() {
+			t.Fatalf("appended events came back as %s", show(evs))
+		}
+
+		// Inside a transaction, and together with a plain append that follows.
+		more := []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{"n":2}`)}}
+		after := []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{"n":3}`)}}
+		err = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+			if _, err := tx.UpdateSession(ctx, "ses_a", []orchestrator.SessionStatus{running}, orchestrator.SessionUpdate{AppendEvents: more}); err != nil {
+				return err
+			}
+			return tx.AppendEvents(ctx, "ses_a", after)
+		})
+		must(t, "UpdateSession with events in a transaction", err)
+		if more[0].Seq != 4 || after[0].Seq != 5 {
+			t.Fatalf("seqs in the transaction: %d, %d; want 4, 5", more[0].Seq, after[0].Seq)
+		}
+		got, err := s.ListEvents(ctx(t), "ses_a", 1, 0)
+		must(t, "ListEvents", err)
+		equal(t, "events appended with updates", got, append(append(evs, more...), after...))
 	})
 
 	// Concurrent appenders to one session get distinct sequence numbers without gaps, and each batch is
