@@ -130,7 +130,11 @@ func (b *batcher) commit(batch []*txRequest) {
 				continue
 			}
 		}
-		r.err, r.pan = call(r.ctx, txs, r.fn)
+		// Once its turn has come a transaction runs to its end: its statements take a context that its
+		// caller's cancellation does not reach. With a cancellable one, the driver and database/sql each
+		// start a goroutine per statement to watch it, on the single writer's path; a transaction is a few
+		// statements of well under a millisecond, so there is nothing worth interrupting.
+		r.err, r.pan = call(context.WithoutCancel(r.ctx), txs, r.fn)
 		switch {
 		case single:
 		case r.err == nil && r.pan == nil:

@@ -83,3 +83,35 @@ func TestBatchedTransactionsAreIndependent(t *testing.T) {
 		t.Errorf("InTx with a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// A transaction whose turn has come runs to its end and commits, even when its caller's context ends
+// while it runs: the caller learns the outcome either way.
+func TestBatchedTransactionOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "batch.db"))
+	ctx, cancel := context.WithCancel(context.Background())
+	now := orchestrator.Now()
+	agent := func(name string) *orchestrator.Agent {
+		return &orchestrator.Agent{Name: name, Blueprint: &orchestrator.Blueprint{Name: name, Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
+	}
+	err := s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		if err := tx.CreateAgent(ctx, agent("before")); err != nil {
+			return err
+		}
+		cancel()
+		return tx.CreateAgent(ctx, agent("after"))
+	})
+	if err != nil {
+		t.Fatalf("InTx whose caller gave up midway: %v", err)
+	}
+	for _, name := range []string{"before", "after"} {
+		if _, err := s.GetAgent(context.Background(), name); err != nil {
+			t.Errorf("agent %q of the committed transaction: %v", name, err)
+		}
+	}
+	// A transaction whose context ended before its turn is not run.
+	err = s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error { return tx.CreateAgent(ctx, agent("never")) })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("InTx with an ended context = %v, want context.Canceled", err)
+	}
+}
