@@ -44,15 +44,7 @@ func (s *Store) ListAgents(ctx context.Context, f orchestrator.AgentFilter) ([]*
 	if err := q.Scan(ctx); err != nil {
 		return nil, wrap(err, "agents", "")
 	}
-	out := make([]*orchestrator.Agent, 0, len(rows))
-	for i := range rows {
-		a, err := rows[i].domain()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
+	return domains(rows, (*agentRow).domain)
 }
 
 // UpdateAgent replaces the blueprint (with the type and tags derived from it) and UpdatedAt.

@@ -34,15 +34,7 @@ func (s *Store) ListCallbacks(ctx context.Context, f orchestrator.CallbackFilter
 	if err := q.Scan(ctx); err != nil {
 		return nil, wrap(err, "callbacks", "")
 	}
-	out := make([]*orchestrator.Callback, 0, len(rows))
-	for i := range rows {
-		c, err := rows[i].domain()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return domains(rows, (*callbackRow).domain)
 }
 
 // MarkCallbacksDelivered marks the listed undelivered callbacks delivered by runID at at, and returns how

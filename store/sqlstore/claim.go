@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -72,13 +73,9 @@ func (s *Store) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*o
 			return nil, wrap(err, "claim for runner", runner.ID)
 		}
 		if len(rows) > 0 {
-			runs := make([]*orchestrator.Run, 0, len(rows))
-			for i := range rows {
-				run, err := rows[i].domain()
-				if err != nil {
-					return nil, err
-				}
-				runs = append(runs, run)
+			runs, err := domains(rows, (*runRow).domain)
+			if err != nil {
+				return nil, err
 			}
 			// RETURNING gives no order.
 			slices.SortFunc(runs, func(a, b *orchestrator.Run) int {
@@ -216,6 +213,11 @@ func (s *Store) queryPrepared(ctx context.Context, query string, args []any, des
 	if err != nil {
 		return err
 	}
+	return s.scan(ctx, stmt, args, dest)
+}
+
+// scan runs a prepared query and scans its rows into dest through bun.
+func (s *Store) scan(ctx context.Context, stmt *sql.Stmt, args []any, dest any) error {
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return err

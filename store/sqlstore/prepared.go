@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
 )
 
 // Parsing (and, on PostgreSQL, planning) costs more than running a simple statement, and bun writes every
@@ -246,11 +247,7 @@ func (s *Store) getRow(ctx context.Context, dest any, keyColumn, key string) err
 	if err != nil {
 		return err
 	}
-	rows, err := stmt.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	if err := s.dbW.ScanRows(ctx, rows, dest); err != nil { // closes rows
+	if err := s.scan(ctx, stmt, args, dest); err != nil {
 		return err
 	}
 	table := s.dbW.Table(typ)
@@ -258,6 +255,15 @@ func (s *Store) getRow(ctx context.Context, dest any, keyColumn, key string) err
 		return sql.ErrNoRows
 	}
 	return nil
+}
+
+// columnNames returns the column names of a row type, in field order.
+func columnNames(table *schema.Table) []string {
+	cols := make([]string, len(table.Fields))
+	for i, f := range table.Fields {
+		cols[i] = string(f.SQLName)
+	}
+	return cols
 }
 
 // getSQL caches the statements of getRow, per row type and key column.
@@ -276,11 +282,7 @@ func (s *Store) getQuery(typ reflect.Type, keyColumn string) string {
 		return q.(string)
 	}
 	table := s.dbW.Table(typ)
-	cols := make([]string, len(table.Fields))
-	for i, f := range table.Fields {
-		cols[i] = string(f.SQLName)
-	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + string(table.SQLName) + " WHERE " + keyColumn + " = ?"
+	q := "SELECT " + strings.Join(columnNames(table), ", ") + " FROM " + string(table.SQLName) + " WHERE " + keyColumn + " = ?"
 	getSQL.Store(key, q)
 	return q
 }
@@ -292,10 +294,7 @@ func (s *Store) insertQuery(typ reflect.Type, n int) string {
 		return q.(string)
 	}
 	table := s.dbW.Table(typ)
-	cols := make([]string, len(table.Fields))
-	for i, f := range table.Fields {
-		cols[i] = string(f.SQLName)
-	}
+	cols := columnNames(table)
 	values := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
 	q := "INSERT INTO " + string(table.SQLName) + " (" + strings.Join(cols, ", ") + ") VALUES " +
 		strings.TrimSuffix(strings.Repeat(values+", ", n), ", ")

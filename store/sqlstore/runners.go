@@ -48,15 +48,7 @@ func (s *Store) ListRunners(ctx context.Context, f orchestrator.RunnerFilter) ([
 	if err := q.Scan(ctx); err != nil {
 		return nil, wrap(err, "runners", "")
 	}
-	out := make([]*orchestrator.RunnerInfo, 0, len(rows))
-	for i := range rows {
-		r, err := rows[i].domain()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return domains(rows, (*runnerRow).domain)
 }
 
 // TouchRunner records a heartbeat; a stale runner becomes online. Unknown or offline runners are

@@ -89,17 +89,18 @@ func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orch
 	if err := q.Scan(ctx); err != nil {
 		return nil, wrap(err, "runs", "")
 	}
-	return runsDomain(rows)
+	return domains(rows, (*runRow).domain)
 }
 
-func runsDomain(rows []runRow) ([]*orchestrator.Run, error) {
-	out := make([]*orchestrator.Run, 0, len(rows))
+// domains converts scanned rows to their domain values.
+func domains[R, T any](rows []R, domain func(*R) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(rows))
 	for i := range rows {
-		r, err := rows[i].domain()
+		v, err := domain(&rows[i])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -193,7 +194,7 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return runsDomain(rows)
+	return domains(rows, (*runRow).domain)
 }
 
 var runColumns = columns(runRow{})

@@ -60,15 +60,7 @@ func (s *Store) ListSessions(ctx context.Context, f orchestrator.SessionFilter) 
 	if err := q.Scan(ctx); err != nil {
 		return nil, wrap(err, "sessions", "")
 	}
-	out := make([]*orchestrator.Session, 0, len(rows))
-	for i := range rows {
-		se, err := rows[i].domain()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, se)
-	}
-	return out, nil
+	return domains(rows, (*sessionRow).domain)
 }
 
 // afterCursor selects rows strictly after (createdAt, id) in (created_at, id) order. Spelled out rather
