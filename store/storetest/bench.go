@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -20,6 +21,8 @@ import (
 //     hostname the runner does not have. A store may need to step over these.
 //   - ClaimWith10kParked: the same 10,000 runs parked, as the coordinator parks runs no live runner can
 //     take. It should cost about what ClaimEmpty costs.
+//   - ClaimBacklog1PerClaim, ClaimBacklog10PerClaim: claiming from a backlog of pinned runs one and ten
+//     at a time, reported per claimed run (ns/run). Ten at a time should cost a run much less.
 //   - AppendEvent: appending one event to a session.
 func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 	b.Run("CreateClaimComplete", func(b *testing.B) {
@@ -123,6 +126,40 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 		}
 		claimNothing(b, s)
 	})
+
+	// Claiming from a backlog one run at a time against ten at a time: the cost is reported per claimed
+	// run (ns/run), so the two compare directly. The backlog is refilled outside the timer.
+	for _, per := range []int{1, 10} {
+		b.Run(fmt.Sprintf("ClaimBacklog%dPerClaim", per), func(b *testing.B) {
+			s := newStore(b)
+			runner := newRunner("lnch_bench")
+			const backlog = 1000
+			filled, claimed := 0, 0
+			var elapsed time.Duration
+			for b.Loop() {
+				if claimed == filled {
+					b.StopTimer()
+					start := filled
+					fill(b, s, backlog, func(i int) *orchestrator.Run {
+						r := newRun(fmt.Sprintf("run_%08d", start+i), "ses_bench", at(start+i))
+						r.AgentType = orchestrator.AgentTypeDeterministic
+						r.Demands = orchestrator.Demands{RunnerID: runner.ID}
+						return r
+					})
+					filled += backlog
+					b.StartTimer()
+				}
+				t := time.Now()
+				runs, err := s.ClaimRuns(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now(), Max: per})
+				elapsed += time.Since(t)
+				if err != nil || len(runs) != per {
+					b.Fatalf("ClaimRuns = %d runs, %v; want %d", len(runs), err, per)
+				}
+				claimed += per
+			}
+			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(claimed), "ns/run")
+		})
+	}
 
 	b.Run("AppendEvent", func(b *testing.B) {
 		s := newStore(b)
