@@ -49,9 +49,7 @@ func newStmtCache() *stmtCache { return &stmtCache{m: map[string]*sql.Stmt{}} }
 // it (also through Tx.StmtContext), once per connection: the server keeps prepared statements per session.
 func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	tx, inTx := s.w.(bun.Tx)
-	s.stmts.mu.Lock()
-	st, ok := s.stmts.m[query]
-	s.stmts.mu.Unlock()
+	st, ok := s.stmts.get(query)
 	switch {
 	case ok && inTx:
 		return tx.StmtContext(ctx, st), nil // closed with the transaction
@@ -72,13 +70,18 @@ func (s *Store) preparedRead(ctx context.Context, query string) (*sql.Stmt, erro
 	if s.inTx || s.readStmts == nil {
 		return s.prepared(ctx, query)
 	}
-	s.readStmts.mu.Lock()
-	st, ok := s.readStmts.m[query]
-	s.readStmts.mu.Unlock()
-	if ok {
+	if st, ok := s.readStmts.get(query); ok {
 		return st, nil
 	}
 	return s.readStmts.prepare(ctx, s.dbR, query, s.dialectSQL(query))
+}
+
+// get returns the cached statement for query.
+func (c *stmtCache) get(query string) (*sql.Stmt, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[query]
+	return st, ok
 }
 
 // prepare prepares text on db and caches it under query (a concurrent preparation of the same query

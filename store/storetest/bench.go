@@ -65,7 +65,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 		for b.Loop() {
 			_, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now()})
 			if !errors.Is(err, orchestrator.ErrNotFound) {
-				b.Fatalf("ClaimRun = %v, want ErrNotFound", err)
+				b.Fatalf("claim = %v, want ErrNotFound", err)
 			}
 		}
 	}

@@ -165,7 +165,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		runner := newRunner("lnch_x")
 		runner.Tags = []string{"x"}
 		claimed, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(61)})
-		must(t, "ClaimRun of the recreated run (a left-over gpu tag would block it)", err)
+		must(t, "claim of the recreated run (a left-over gpu tag would block it)", err)
 		if claimed.ID != "run_old_1" {
 			t.Fatalf("claimed %s, want run_old_1", claimed.ID)
 		}

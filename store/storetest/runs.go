@@ -111,17 +111,17 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		// A parked run is never claimed, even though it is the oldest.
 		got, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(10)})
-		must(t, "ClaimRun", err)
+		must(t, "claim", err)
 		if got.ID != "run_p2" {
 			t.Fatalf("claimed %s, want run_p2 (run_p1 is parked)", got.ID)
 		}
 		_, err = claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(11)})
-		wantErr(t, "ClaimRun with only a parked run left", err, orchestrator.ErrNotFound)
+		wantErr(t, "claim with only a parked run left", err, orchestrator.ErrNotFound)
 		if n, err := s.SetRunsParked(ctx(t), []string{"run_p1"}, false); err != nil || n != 1 {
 			t.Fatalf("unpark = %d, %v; want 1", n, err)
 		}
 		got, err = claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(12)})
-		must(t, "ClaimRun after unparking", err)
+		must(t, "claim after unparking", err)
 		if got.ID != "run_p1" || got.Parked {
 			t.Fatalf("claimed %+v, want run_p1 unparked", got)
 		}

@@ -37,7 +37,7 @@ func testTimes(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	r.StopRequestedAt = ptr(old)
 	must(t, "CreateRun", s.CreateRun(ctx(t), r))
 	claimed, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: newRunner("lnch_a"), Now: local.Add(time.Microsecond)})
-	must(t, "ClaimRun", err)
+	must(t, "claim", err)
 	if !claimed.CreatedAt.Equal(local) || claimed.CreatedAt.Location() != time.UTC ||
 		!claimed.StopRequestedAt.Equal(old) || !claimed.ClaimedAt.Equal(local.Add(time.Microsecond)) {
 		t.Errorf("claimed run times: created %v stop requested %v claimed %v; want %v, %v, %v (UTC)",
