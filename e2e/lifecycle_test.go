@@ -236,15 +236,21 @@ func TestRunnerRegistersAgainWithNewCoordinator(t *testing.T) {
 	c := newCluster(t)
 	co := c.startCoordinator(coordOpts{heartbeat: 200 * time.Millisecond})
 	r := c.startRunner(co, runnerOpts{name: "steady", blueprints: []string{testAgent("work")}})
+	registered := func(what string) {
+		a := co.admin()
+		waitFor(t, startTimeout, what, func() (bool, string) {
+			ag := a.agents()["work"]
+			return ag != nil && ag.RunnerID == r.id, mustJSON(t, ag)
+		})
+	}
+	// The first coordinator must have the runner before it dies, or the count below is one short.
+	registered("the runner to register")
 	for round := 1; round <= 3; round++ {
 		co.kill(t)
 		co.db = c.path(fmt.Sprintf("fresh-%d.db", round))
 		co.restart(t)
+		registered("the runner to register with the new coordinator")
 		a := co.admin()
-		waitFor(t, startTimeout, "the runner to register with the new coordinator", func() (bool, string) {
-			ag := a.agents()["work"]
-			return ag != nil && ag.RunnerID == r.id, mustJSON(t, ag)
-		})
 		s := a.startRun(map[string]any{"agent_name": "work", "parameters": map[string]any{"sleep_ms": 300}})
 		if res := a.result(s.SessionID); res.Status != "completed" {
 			t.Fatalf("round %d: a run on the new coordinator: %s", round, mustJSON(t, res))
