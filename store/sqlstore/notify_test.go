@@ -351,11 +351,12 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	t.Parallel()
 	dsn := postgresSchema(t)
 	sa, sb := open(t, dsn), open(t, dsn)
-	ca, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sa, Notifier: sa.Notifier()})
+	na, nb := readyWhenListening(sa.Notifier()), readyWhenListening(sb.Notifier())
+	ca, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sa, Notifier: na})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sb, Notifier: sb.Notifier()})
+	cb, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sb, Notifier: nb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,13 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // both replicas listen
+	for _, n := range []*listeningNotifier{na, nb} {
+		select {
+		case <-n.ready:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a replica's notifier did not start listening")
+		}
+	}
 
 	for i := range 5 {
 		type polled struct {
@@ -405,4 +412,25 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// listeningNotifier closes ready once its Listen is in effect (it delivers the empty key then), so that a
+// test does not guess how long LISTEN takes on a loaded machine.
+type listeningNotifier struct {
+	orchestrator.Notifier
+	ready chan struct{}
+	once  sync.Once
+}
+
+func readyWhenListening(n orchestrator.Notifier) *listeningNotifier {
+	return &listeningNotifier{Notifier: n, ready: make(chan struct{})}
+}
+
+func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) error {
+	return n.Notifier.Listen(ctx, func(key string) {
+		if key == "" {
+			n.once.Do(func() { close(n.ready) })
+		}
+		deliver(key)
+	})
 }
