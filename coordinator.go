@@ -60,6 +60,16 @@ type Coordinator interface {
 	ListRunners(ctx context.Context) ([]*RunnerInfo, error)
 }
 
+// BatchReporter is a Coordinator that records several run reports at once. A [Runner] whose coordinator
+// implements it sends the final reports that become ready together as one call (one HTTP request, one
+// store transaction) instead of one call each; [LocalCoordinator] and the HTTP client implement it.
+type BatchReporter interface {
+	// ReportRuns records each report as ReportRun would and returns one error per report, in order: nil
+	// where the report was applied or repeated one already applied. One report's refusal does not affect
+	// the others.
+	ReportRuns(ctx context.Context, reports []RunReport) []error
+}
+
 // ListAgentsParams filters the agent list.
 type ListAgentsParams struct {
 	Type AgentType

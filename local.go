@@ -148,7 +148,10 @@ type LocalCoordinator struct {
 	stopped chan struct{}
 }
 
-var _ Coordinator = (*LocalCoordinator)(nil)
+var (
+	_ Coordinator   = (*LocalCoordinator)(nil)
+	_ BatchReporter = (*LocalCoordinator)(nil)
+)
 
 // NewCoordinator returns a coordinator over cfg.Store.
 func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {

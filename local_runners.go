@@ -331,6 +331,17 @@ func (c *LocalCoordinator) failPending(ctx context.Context, run *Run, msg string
 // the run gets ErrConflict ("run_not_held") — and idempotent: repeating a report that was already applied
 // succeeds without changing anything, so a retried HTTP call is harmless.
 func (c *LocalCoordinator) ReportRun(ctx context.Context, rep RunReport) error {
+	if err := c.checkReport(&rep); err != nil {
+		return err
+	}
+	if rep.Status == RunRunning {
+		return c.reportStarted(ctx, rep)
+	}
+	return c.reportEnded(ctx, rep)
+}
+
+// checkReport refuses a malformed report and shortens an overlong error message.
+func (c *LocalCoordinator) checkReport(rep *RunReport) error {
 	if rep.RunnerID == "" || rep.RunID == "" {
 		return Errorf(ErrInvalid, "invalid_request", "runner_id and run_id are required")
 	}
@@ -341,12 +352,63 @@ func (c *LocalCoordinator) ReportRun(ctx context.Context, rep RunReport) error {
 		rep.Error = rep.Error[:64<<10]
 	}
 	switch rep.Status {
-	case RunRunning:
-		return c.reportStarted(ctx, rep)
-	case RunCompleted, RunFailed, RunStopped:
-		return c.reportEnded(ctx, rep)
+	case RunRunning, RunCompleted, RunFailed, RunStopped:
+		return nil
 	}
 	return Errorf(ErrInvalid, "invalid_request", "status must be running, completed, failed or stopped, not %q", rep.Status)
+}
+
+// ReportRuns implements [BatchReporter]: the final reports among reps (completed, failed, stopped) are
+// recorded in one store transaction — one commit for all of them — and the rest one by one, as ReportRun
+// records them. When one of the batched reports does not apply as it stands (a repeat, a runner that no
+// longer holds its run, a run stopped meanwhile) or the transaction fails, nothing of it is kept and each
+// of those reports is recorded on its own instead, so that each gets the answer ReportRun would give and
+// the others still land.
+func (c *LocalCoordinator) ReportRuns(ctx context.Context, reps []RunReport) []error {
+	reps = slices.Clone(reps) // checkReport may shorten an error message
+	errs := make([]error, len(reps))
+	var ended []int
+	for i := range reps {
+		if errs[i] = c.checkReport(&reps[i]); errs[i] != nil {
+			continue
+		}
+		if reps[i].Status == RunRunning {
+			errs[i] = c.reportStarted(ctx, reps[i])
+			continue
+		}
+		ended = append(ended, i)
+	}
+	if len(ended) < 2 {
+		for _, i := range ended {
+			errs[i] = c.reportEnded(ctx, reps[i])
+		}
+		return errs
+	}
+	fx := &effects{}
+	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
+		*fx = effects{}
+		for _, i := range ended {
+			rep := reps[i]
+			if err := c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		c.apply(fx)
+		return errs
+	}
+	if ctx.Err() != nil {
+		for _, i := range ended {
+			errs[i] = err
+		}
+		return errs
+	}
+	for _, i := range ended {
+		errs[i] = c.reportEnded(ctx, reps[i])
+	}
+	return errs
 }
 
 func (c *LocalCoordinator) reportStarted(ctx context.Context, rep RunReport) error {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -737,5 +739,73 @@ func TestOfflineRunnerFailsOnlyItsOwnRuns(t *testing.T) {
 		if r, _ := c.GetRun(ctx, id); r.Status != orchestrator.RunPending {
 			t.Errorf("run %s (not the gone runner's) is %s, want pending", id, r.Status)
 		}
+	}
+}
+
+// TestReportRuns: final reports recorded together, each with the answer ReportRun would give.
+func TestReportRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	a := register(t, c, "host-a", crawler())
+	var sessions []string
+	for range 4 {
+		res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+		sessions = append(sessions, res.SessionID)
+	}
+	w := poll(t, c, a.RunnerID, 4)
+	if len(w.Runs) != 4 {
+		t.Fatalf("poll: %d runs, want 4", len(w.Runs))
+	}
+	runs := make([]*orchestrator.Run, 4)
+	for _, asg := range w.Runs {
+		runs[slices.Index(sessions, asg.Run.SessionID)] = asg.Run
+	}
+	ended := func(i int, st orchestrator.RunStatus) orchestrator.RunReport {
+		return orchestrator.RunReport{RunnerID: a.RunnerID, RunID: runs[i].ID, Status: st,
+			Result: &orchestrator.Result{ResultText: fmt.Sprintf(`{"run":%d}`, i), ResultData: json.RawMessage(fmt.Sprintf(`{"run":%d}`, i))}}
+	}
+
+	// Every report applies: one transaction records them all.
+	for i, err := range c.ReportRuns(ctx, []orchestrator.RunReport{ended(0, orchestrator.RunCompleted), ended(1, orchestrator.RunFailed)}) {
+		if err != nil {
+			t.Errorf("report %d: %v", i, err)
+		}
+	}
+	// One does not (the run ended already as failed): each report is then answered on its own.
+	reps := []orchestrator.RunReport{
+		ended(2, orchestrator.RunCompleted),
+		ended(1, orchestrator.RunCompleted),
+		ended(0, orchestrator.RunCompleted), // a repeat
+		{RunnerID: a.RunnerID, RunID: runs[3].ID, Status: orchestrator.RunRunning},
+		{RunnerID: a.RunnerID, RunID: runs[3].ID, Status: "finished"},
+		ended(2, orchestrator.RunCompleted), // the same report twice in one batch
+	}
+	errs := c.ReportRuns(ctx, reps)
+	for i, want := range []string{"", "run_ended", "", "", "invalid_request", ""} {
+		if got := ""; errs[i] != nil {
+			got = orchestrator.ErrorCode(errs[i])
+			if got != want {
+				t.Errorf("report %d: %v (%s), want %q", i, errs[i], got, want)
+			}
+		} else if want != "" {
+			t.Errorf("report %d: nil, want %s", i, want)
+		}
+	}
+	for i, want := range []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionCompleted, orchestrator.SessionRunning} {
+		s, err := c.GetSession(ctx, sessions[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != want {
+			t.Errorf("session %d is %s, want %s", i, s.Status, want)
+		}
+		if want != orchestrator.SessionRunning && (s.Result == nil || string(s.Result.ResultData) != fmt.Sprintf(`{"run":%d}`, i)) {
+			t.Errorf("session %d result %+v", i, s.Result)
+		}
+	}
+	evs, err := c.ListEvents(ctx, sessions[2], 0, 100, 0)
+	if err != nil || len(evs) != 2 {
+		t.Errorf("session 2 events %v %v, want result and run_ended once", evs, err)
 	}
 }

@@ -51,6 +51,10 @@ type RunnerConfig struct {
 	// ReportTimeout is how long the runner keeps retrying a run's final report (the coordinator may be
 	// restarting) before it gives the result up. Default 10m.
 	ReportTimeout time.Duration
+	// MaxReportBatch is how many final reports may travel in one call when the coordinator is a
+	// [BatchReporter]: reports that become ready while an earlier call is under way wait for it and then
+	// go together (see reportQueue). Default 64; 1 sends each report on its own.
+	MaxReportBatch int
 	// Gateway, when set, is opened for each run and gives the run's processes their way back to the
 	// coordinator (see [Gateway]).
 	Gateway Gateway
@@ -86,6 +90,7 @@ type Runner struct {
 	cancelPoll  context.CancelFunc // ends a stop-only poll when a slot frees
 	pollIsStops bool
 	wg          sync.WaitGroup
+	reports     reportQueue
 
 	registered chan struct{} // closed after the first successful registration
 	regOnce    sync.Once
@@ -145,6 +150,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	if cfg.ReportTimeout <= 0 {
 		cfg.ReportTimeout = 10 * time.Minute
+	}
+	if cfg.MaxReportBatch <= 0 {
+		cfg.MaxReportBatch = 64
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -550,7 +558,7 @@ func (r *Runner) report(ctx context.Context, log *slog.Logger, rep RunReport) {
 	defer cancel()
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
-		err := r.co.ReportRun(ctx, rep)
+		err := r.sendReport(ctx, rep)
 		switch {
 		case err == nil:
 			log.Debug("run reported", "status", rep.Status)

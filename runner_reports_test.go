@@ -1,0 +1,222 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// batchCoordinator is the part of a Coordinator a Runner calls, recording the reports. Its first report
+// call, single or batch, blocks until release is closed.
+type batchCoordinator struct {
+	Coordinator // nil: the runner calls nothing else
+	work        chan *Work
+	release     chan struct{}
+
+	mu      sync.Mutex
+	calls   int
+	first   int // reports in the first call
+	singles []RunReport
+	batches [][]RunReport
+}
+
+// called records a call of n reports and blocks if it is the first.
+func (c *batchCoordinator) called(n int) {
+	c.mu.Lock()
+	c.calls++
+	first := c.calls == 1
+	if first {
+		c.first = n
+	}
+	c.mu.Unlock()
+	if first {
+		<-c.release
+	}
+}
+
+func (c *batchCoordinator) RegisterRunner(context.Context, *RunnerRegistration) (*Registration, error) {
+	return &Registration{RunnerID: "lnch_test", HeartbeatIntervalSeconds: 60, PollTimeoutSeconds: 1}, nil
+}
+
+func (c *batchCoordinator) Heartbeat(context.Context, string) error        { return nil }
+func (c *batchCoordinator) DeregisterRunner(context.Context, string) error { return nil }
+
+func (c *batchCoordinator) PollWork(ctx context.Context, p PollParams) (*Work, error) {
+	select {
+	case w := <-c.work:
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(p.Wait):
+		return &Work{}, nil
+	}
+}
+
+func (c *batchCoordinator) ReportRun(ctx context.Context, rep RunReport) error {
+	c.mu.Lock()
+	c.singles = append(c.singles, rep)
+	c.mu.Unlock()
+	c.called(1)
+	return nil
+}
+
+func (c *batchCoordinator) ReportRuns(ctx context.Context, reps []RunReport) []error {
+	c.mu.Lock()
+	c.batches = append(c.batches, reps)
+	c.mu.Unlock()
+	c.called(len(reps))
+	errs := make([]error, len(reps))
+	for i, rep := range reps {
+		if rep.RunID == "run_refused" {
+			errs[i] = Errorf(ErrConflict, "run_not_held", "not held")
+		}
+	}
+	return errs
+}
+
+type instantExecutor struct{}
+
+func (instantExecutor) Execute(context.Context, *Invocation, EventSink) (*Result, error) {
+	return &Result{ResultType: "deterministic", ResultText: "{}"}, nil
+}
+
+// TestRunnerBatchesReports: final reports that become ready while a report call is under way go together
+// in the next calls, at most MaxReportBatch at a time, and each run's report is delivered exactly once.
+func TestRunnerBatchesReports(t *testing.T) {
+	t.Parallel()
+	co := &batchCoordinator{work: make(chan *Work, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(co.release) }) }
+	bp := &Blueprint{Name: "noop", Type: AgentTypeDeterministic, Command: "true"}
+	r, err := NewRunner(RunnerConfig{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*Blueprint{bp},
+		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 8, MaxReportBatch: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	defer release() // before Run's end is awaited: a blocked report would hold the shutdown
+
+	const runs = 8
+	var work Work
+	for i := range runs {
+		id := fmt.Sprintf("run_%d", i)
+		if i == runs-1 {
+			id = "run_refused"
+		}
+		work.Runs = append(work.Runs, &Assignment{BlueprintName: "noop",
+			Run: &Run{ID: id, SessionID: "ses_" + id, AgentName: "noop", AgentType: AgentTypeDeterministic}})
+	}
+	co.work <- &work
+
+	// The first call is under way (blocked); every other report waits in the queue.
+	deadline := time.Now().Add(10 * time.Second)
+	var first, queued int
+	for {
+		co.mu.Lock()
+		first = co.first
+		co.mu.Unlock()
+		r.reports.mu.Lock()
+		queued = len(r.reports.pending)
+		r.reports.mu.Unlock()
+		if first > 0 && first+queued == runs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reports in the first call and %d queued, want %d in all", first, queued, runs)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	for {
+		r.mu.Lock()
+		active := len(r.active)
+		r.mu.Unlock()
+		if active == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs still active", active)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	// The queued reports went in full batches of 3, the last one holding the rest.
+	if want := 1 + (queued+2)/3; co.calls != want {
+		t.Errorf("%d report calls, want %d (the first of %d, then %d queued reports by 3)", co.calls, want, first, queued)
+	}
+	seen := map[string]int{}
+	for _, rep := range co.singles {
+		seen[rep.RunID]++
+	}
+	for _, b := range co.batches {
+		if len(b) < 2 || len(b) > 3 {
+			t.Errorf("a batch of %d reports, want 2 or 3", len(b))
+		}
+		for _, rep := range b {
+			seen[rep.RunID]++
+			if rep.Status != RunCompleted || rep.RunnerID != "lnch_test" {
+				t.Errorf("report %+v, want completed by lnch_test", rep)
+			}
+		}
+	}
+	for _, a := range work.Runs {
+		if seen[a.Run.ID] != 1 {
+			t.Errorf("run %s reported %d times, want once", a.Run.ID, seen[a.Run.ID])
+		}
+	}
+}
+
+// TestRunnerReportsAloneWithoutBatching: MaxReportBatch 1 sends every report on its own.
+func TestRunnerReportsAloneWithoutBatching(t *testing.T) {
+	t.Parallel()
+	co := &batchCoordinator{work: make(chan *Work, 1), release: make(chan struct{})}
+	close(co.release)
+	bp := &Blueprint{Name: "noop", Type: AgentTypeDeterministic, Command: "true"}
+	r, err := NewRunner(RunnerConfig{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*Blueprint{bp},
+		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 8, MaxReportBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var work Work
+	for i := range 4 {
+		id := fmt.Sprintf("run_%d", i)
+		work.Runs = append(work.Runs, &Assignment{BlueprintName: "noop",
+			Run: &Run{ID: id, SessionID: "ses_" + id, AgentName: "noop", AgentType: AgentTypeDeterministic}})
+	}
+	co.work <- &work
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		co.mu.Lock()
+		n := len(co.singles)
+		co.mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reports, want 4", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if len(co.batches) != 0 {
+		t.Errorf("batches %v, want none", co.batches)
+	}
+}
