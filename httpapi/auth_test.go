@@ -110,6 +110,7 @@ func TestRolePolicy(t *testing.T) {
 		"POST /runner/runs/{id}/completed": "runner",
 		"POST /runner/runs/{id}/failed":    "runner",
 		"POST /runner/runs/{id}/stopped":   "runner",
+		"POST /runner/reports":             "runner",
 		"DELETE /runner/{id}":              "runner",
 	}
 	routes := Routes()

@@ -88,9 +88,14 @@ type Client struct {
 	cfg  ClientConfig
 	// hc is the underlying HTTP client, shared by the per-request retryablehttp clients.
 	hc *http.Client
+	// noBatch is set once a coordinator turned out not to serve POST /runner/reports.
+	noBatch atomic.Bool
 }
 
-var _ orchestrator.Coordinator = (*Client)(nil)
+var (
+	_ orchestrator.Coordinator   = (*Client)(nil)
+	_ orchestrator.BatchReporter = (*Client)(nil)
+)
 
 // NewClient returns a client for the coordinator at baseURL ("http://127.0.0.1:8765"; a path prefix is
 // kept). baseURL may name several coordinators sharing one store, separated by commas
@@ -638,6 +643,93 @@ func (c *Client) ReportRun(ctx context.Context, r orchestrator.RunReport) error 
 	body := reportBody{RunnerID: r.RunnerID, RunID: r.RunID, Result: r.Result, Error: r.Error}
 	_, err := c.do(ctx, call{method: "POST", path: "/runner/runs/" + seg(r.RunID) + "/" + action, body: body}, nil)
 	return err
+}
+
+// reportBatchBytes bounds the body of one POST /runner/reports, well under the handler's default
+// MaxBodyBytes. A report larger than this goes on its own.
+const reportBatchBytes = 1 << 20
+
+// ReportRuns implements [orchestrator.BatchReporter] with POST /runner/reports: the reports go in as few
+// requests as their size allows, and each gets the error its own report request would have got. A report
+// request is safe to repeat, so the batch is retried like one. Against a coordinator that does not serve
+// POST /runner/reports (an older version: 404 or 405) or that refuses a batch as too large, the reports go
+// one request each, and so do all later batches of a coordinator without the endpoint.
+func (c *Client) ReportRuns(ctx context.Context, reps []orchestrator.RunReport) []error {
+	errs := make([]error, len(reps))
+	var (
+		chunk []int // indexes into reps
+		raws  []json.RawMessage
+		size  int
+	)
+	flush := func() {
+		if len(chunk) > 0 {
+			c.reportChunk(ctx, reps, chunk, raws, errs)
+		}
+		chunk, raws, size = nil, nil, 0
+	}
+	for i, rep := range reps {
+		if _, ok := reportPath(rep.Status); !ok || rep.RunID == "" || c.noBatch.Load() {
+			errs[i] = c.ReportRun(ctx, rep) // ReportRun explains what is wrong, or sends it alone
+			continue
+		}
+		raw, err := json.Marshal(rep)
+		if err != nil {
+			errs[i] = fmt.Errorf("httpapi: encode report: %w", err)
+			continue
+		}
+		if len(chunk) > 0 && (size+len(raw) > reportBatchBytes || len(chunk) == MaxReportsPerRequest) {
+			flush()
+		}
+		chunk, raws, size = append(chunk, i), append(raws, raw), size+len(raw)+1
+	}
+	flush()
+	return errs
+}
+
+// reportChunk sends the reports reps[idx] (encoded as raws) and sets their errors.
+func (c *Client) reportChunk(ctx context.Context, reps []orchestrator.RunReport, idx []int, raws []json.RawMessage, errs []error) {
+	alone := func() {
+		for _, i := range idx {
+			errs[i] = c.ReportRun(ctx, reps[i])
+		}
+	}
+	if len(idx) == 1 || c.noBatch.Load() {
+		alone()
+		return
+	}
+	var out struct {
+		Results []map[string]json.RawMessage `json:"results"`
+	}
+	status, err := c.do(ctx, call{method: "POST", path: "/runner/reports", body: map[string]any{"reports": raws}}, &out)
+	switch {
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		c.noBatch.Store(true)
+		c.cfg.Logger.Info("the coordinator has no POST /runner/reports; sending reports one by one", "err", err)
+		alone()
+		return
+	case status == http.StatusRequestEntityTooLarge:
+		alone()
+		return
+	case err == nil && len(out.Results) != len(idx):
+		err = &orchestrator.Error{Kind: ErrServer, Code: "invalid_response",
+			Message: fmt.Sprintf("POST /runner/reports: %d results for %d reports", len(out.Results), len(idx))}
+	}
+	for k, i := range idx {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		res := out.Results[k]
+		var st int
+		_ = json.Unmarshal(res["status"], &st)
+		if st >= 200 && st < 300 {
+			continue
+		}
+		delete(res, "status")
+		delete(res, "run_id")
+		body, _ := json.Marshal(res)
+		errs[i] = decodeError(st, http.StatusText(st), body)
+	}
 }
 
 // DeregisterRunner implements [orchestrator.Coordinator] with DELETE /runner/{id}.

@@ -34,7 +34,14 @@
 //	POST   /runner/heartbeat                    R      {runner_id} → 204; 404 when unknown or offline
 //	GET    /runner/runs?runner_id=&max=&wait=   R      {runs, stop} or 204
 //	POST   /runner/runs/{id}/started|completed|failed|stopped  R  {runner_id, result?, error?} → 204; 409 when not held
+//	POST   /runner/reports                      R      {reports:[{runner_id, run_id, status, result?, error?}]} → {results:[{run_id, status, error?, message?}]}
 //	DELETE /runner/{id}                         R      204 (graceful deregistration)
+//
+// POST /runner/reports is the batch form of the report routes (at most [MaxReportsPerRequest]): a runner
+// sends the reports that became ready while its previous one was under way together, and the coordinator
+// records them in one transaction. Each result carries the status its report alone would have got (204
+// when applied) and, when refused, that route's error fields; the request fails as a whole only when it
+// is malformed.
 //
 // The runner role also has what a runner's gateway forwards for its executors (POST /runs, reading
 // sessions, events and agents, stopping a child).

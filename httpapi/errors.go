@@ -66,22 +66,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if isGone(r, err) {
 		return // the caller went away; nobody reads an answer
 	}
-	var ve *orchestrator.ValidationError
-	if errors.As(err, &ve) {
-		writeJSON(w, http.StatusBadRequest, ve) // ValidationError marshals to the seed's body
-		return
-	}
-	status := StatusCode(err)
-	if status == http.StatusBadGateway {
-		log.Error("upstream coordinator failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeErrorStatus(w, status, "upstream_error", "the coordinator failed or could not be reached", nil)
-		return
-	}
-	if status == http.StatusInternalServerError {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeErrorStatus(w, status, "internal_error", "internal server error", nil)
-		return
-	}
+	status, body := renderError(r, log, err)
 	if status == http.StatusUnauthorized {
 		challenge := `Bearer realm="orchestrator"`
 		if orchestrator.ErrorCode(err) == "invalid_token" {
@@ -89,21 +74,52 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
-	var details map[string]any
-	var e *orchestrator.Error
-	if errors.As(err, &e) {
-		details = e.Details
+	writeRaw(w, status, body)
+}
+
+// renderError returns err's status and JSON body: seed 001 §6's exact body for a validation error, else
+// {"error": code, "message": msg, …details}. A coordinator fault is logged, and its body says only that
+// it happened.
+func renderError(r *http.Request, log *slog.Logger, err error) (int, []byte) {
+	var ve *orchestrator.ValidationError
+	if errors.As(err, &ve) {
+		b, merr := json.Marshal(ve) // ValidationError marshals to the seed's body
+		if merr == nil {
+			return http.StatusBadRequest, b
+		}
 	}
-	writeErrorStatus(w, status, orchestrator.ErrorCode(err), err.Error(), details)
+	status := StatusCode(err)
+	code, msg := orchestrator.ErrorCode(err), err.Error()
+	var details map[string]any
+	switch status {
+	case http.StatusBadGateway:
+		log.Error("upstream coordinator failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		code, msg = "upstream_error", "the coordinator failed or could not be reached"
+	case http.StatusInternalServerError:
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		code, msg = "internal_error", "internal server error"
+	default:
+		var e *orchestrator.Error
+		if errors.As(err, &e) {
+			details = e.Details
+		}
+	}
+	b, _ := (&orchestrator.Error{Code: code, Message: msg, Details: details}).MarshalJSON()
+	return status, b
 }
 
 // writeErrorStatus writes {"error": code, "message": msg, …details} (see orchestrator.Error.MarshalJSON).
 func writeErrorStatus(w http.ResponseWriter, status int, code, msg string, details map[string]any) {
 	b, _ := (&orchestrator.Error{Code: code, Message: msg, Details: details}).MarshalJSON()
+	writeRaw(w, status, b)
+}
+
+// writeRaw writes body, a JSON value, with status.
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(append(body, '\n'))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -112,10 +128,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeErrorStatus(w, http.StatusInternalServerError, "internal_error", "internal server error", nil)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	writeRaw(w, status, b)
 }
 
 // decodeError reads an error response back into the error the server rendered: a

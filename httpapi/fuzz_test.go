@@ -130,6 +130,15 @@ func FuzzDecodeReport(f *testing.F) {
 	)
 }
 
+func FuzzDecodeReports(f *testing.F) {
+	fuzzBody(f, "POST", "/runner/reports",
+		`{"reports":[{"runner_id":"lnch_x","run_id":"run_x","status":"completed","result":{"result_text":"x","exit_code":0}}]}`,
+		`{"reports":[{"runner_id":"lnch_x","run_id":"run_x","status":"running"},{"run_id":"run_y","status":"failed","error":"e"}]}`,
+		`{"reports":[null,{},{"status":7}]}`,
+		`{"reports":null}`,
+	)
+}
+
 // FuzzQuery throws arbitrary query strings (and a Last-Event-ID) at the routes that read queries.
 func FuzzQuery(f *testing.F) {
 	env, res := fuzzEnv(f)

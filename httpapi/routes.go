@@ -83,6 +83,7 @@ var routeTable = []routeDef{
 	{Route{Method: "POST", Pattern: "/runner/runs/{id}/completed", Roles: runners}, (*server).reportCompleted},
 	{Route{Method: "POST", Pattern: "/runner/runs/{id}/failed", Roles: runners}, (*server).reportFailed},
 	{Route{Method: "POST", Pattern: "/runner/runs/{id}/stopped", Roles: runners}, (*server).reportStopped},
+	{Route{Method: "POST", Pattern: "/runner/reports", Roles: runners}, (*server).reportRuns},
 	{Route{Method: "DELETE", Pattern: "/runner/{id}", Roles: runners}, (*server).deregister},
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
@@ -152,6 +153,65 @@ func (s *server) reportFailed(w http.ResponseWriter, r *http.Request) error {
 
 func (s *server) reportStopped(w http.ResponseWriter, r *http.Request) error {
 	return s.report(w, r, orchestrator.RunStopped)
+}
+
+// MaxReportsPerRequest bounds the reports of one POST /runner/reports.
+const MaxReportsPerRequest = 1000
+
+// reportsBody is the body of POST /runner/reports: several reports, each as the single-report endpoints
+// take one plus its run_id and status (running, completed, failed or stopped).
+type reportsBody struct {
+	Reports []orchestrator.RunReport `json:"reports"`
+}
+
+// reportsAnswer is the answer of POST /runner/reports: one result per report, in order. Each carries the
+// report's run_id and the status that report alone would have got from its own endpoint — 204 when it was
+// applied — and, when it was refused, the fields of that endpoint's error body ("error", "message", …).
+type reportsAnswer struct {
+	Results []json.RawMessage `json:"results"`
+}
+
+// reportRuns serves POST /runner/reports, the batch form of the report endpoints that a runner uses for
+// reports that become ready together (see orchestrator.BatchReporter). The request fails as a whole only
+// when it is malformed; each report is then applied or refused on its own.
+func (s *server) reportRuns(w http.ResponseWriter, r *http.Request) error {
+	var b reportsBody
+	if err := decodeBody(r, &b, false); err != nil {
+		return err
+	}
+	if len(b.Reports) == 0 {
+		return badBody("reports is required: a list of at least one report")
+	}
+	if len(b.Reports) > MaxReportsPerRequest {
+		return badBody("%d reports; at most %d per request", len(b.Reports), MaxReportsPerRequest)
+	}
+	var errs []error
+	if br, ok := s.coord.(orchestrator.BatchReporter); ok {
+		errs = br.ReportRuns(r.Context(), b.Reports)
+	} else {
+		errs = make([]error, len(b.Reports))
+		for i, rep := range b.Reports {
+			errs[i] = s.coord.ReportRun(r.Context(), rep)
+		}
+	}
+	out := reportsAnswer{Results: make([]json.RawMessage, len(b.Reports))}
+	for i, rep := range b.Reports {
+		item := map[string]any{"run_id": rep.RunID, "status": http.StatusNoContent}
+		if i < len(errs) && errs[i] != nil {
+			status, body := renderError(r, s.log, errs[i])
+			if err := json.Unmarshal(body, &item); err != nil {
+				return err
+			}
+			item["run_id"], item["status"] = rep.RunID, status
+		}
+		raw, err := json.Marshal(item)
+		if err != nil {
+			return err
+		}
+		out.Results[i] = raw
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // reportPath maps a report's status to the last element of its path.
