@@ -82,6 +82,58 @@ func (instantExecutor) Execute(context.Context, *Invocation, EventSink) (*Result
 	return &Result{ResultType: "deterministic", ResultText: "{}"}, nil
 }
 
+// noopWork is an answer to a poll with n runs of the blueprint "noop"; the last one's id is lastID when
+// that is set.
+func noopWork(n int, lastID string) *Work {
+	var w Work
+	for i := range n {
+		id := fmt.Sprintf("run_%d", i)
+		if i == n-1 && lastID != "" {
+			id = lastID
+		}
+		w.Runs = append(w.Runs, &Assignment{BlueprintName: "noop",
+			Run: &Run{ID: id, SessionID: "ses_" + id, AgentName: "noop", AgentType: AgentTypeDeterministic}})
+	}
+	return &w
+}
+
+// runNoopRunner runs a runner of the blueprint "noop" on co until the test ends.
+func runNoopRunner(t *testing.T, co Coordinator, maxBatch int) *Runner {
+	t.Helper()
+	bp := &Blueprint{Name: "noop", Type: AgentTypeDeterministic, Command: "true"}
+	r, err := NewRunner(RunnerConfig{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*Blueprint{bp},
+		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 8, MaxReportBatch: maxBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return r
+}
+
+// waitUntil polls cond until it holds, or fails the test after 10s with what cond last said.
+func waitUntil(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestRunnerBatchesReports: final reports that become ready while a report call is under way go together
 // in the next calls, at most MaxReportBatch at a time, and each run's report is delivered exactly once.
 func TestRunnerBatchesReports(t *testing.T) {
@@ -89,66 +141,32 @@ func TestRunnerBatchesReports(t *testing.T) {
 	co := &batchCoordinator{work: make(chan *Work, 1), release: make(chan struct{})}
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(co.release) }) }
-	bp := &Blueprint{Name: "noop", Type: AgentTypeDeterministic, Command: "true"}
-	r, err := NewRunner(RunnerConfig{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*Blueprint{bp},
-		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 8, MaxReportBatch: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	defer release() // before Run's end is awaited: a blocked report would hold the shutdown
+	r := runNoopRunner(t, co, 3)
+	// Cleanups run last first: this one before the runner's, whose shutdown a blocked report would hold.
+	t.Cleanup(release)
 
 	const runs = 8
-	var work Work
-	for i := range runs {
-		id := fmt.Sprintf("run_%d", i)
-		if i == runs-1 {
-			id = "run_refused"
-		}
-		work.Runs = append(work.Runs, &Assignment{BlueprintName: "noop",
-			Run: &Run{ID: id, SessionID: "ses_" + id, AgentName: "noop", AgentType: AgentTypeDeterministic}})
-	}
-	co.work <- &work
+	work := noopWork(runs, "run_refused")
+	co.work <- work
 
 	// The first call is under way (blocked); every other report waits in the queue.
-	deadline := time.Now().Add(10 * time.Second)
 	var first, queued int
-	for {
+	waitUntil(t, func() (bool, string) {
 		co.mu.Lock()
 		first = co.first
 		co.mu.Unlock()
 		r.reports.mu.Lock()
 		queued = len(r.reports.pending)
 		r.reports.mu.Unlock()
-		if first > 0 && first+queued == runs {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d reports in the first call and %d queued, want %d in all", first, queued, runs)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return first > 0 && first+queued == runs,
+			fmt.Sprintf("%d reports in the first call and %d queued, want %d in all", first, queued, runs)
+	})
 	release()
-	for {
+	waitUntil(t, func() (bool, string) {
 		r.mu.Lock()
-		active := len(r.active)
-		r.mu.Unlock()
-		if active == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs still active", active)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		return len(r.active) == 0, fmt.Sprintf("%d runs still active", len(r.active))
+	})
 
 	co.mu.Lock()
 	defer co.mu.Unlock()
@@ -183,37 +201,13 @@ func TestRunnerReportsAloneWithoutBatching(t *testing.T) {
 	t.Parallel()
 	co := &batchCoordinator{work: make(chan *Work, 1), release: make(chan struct{})}
 	close(co.release)
-	bp := &Blueprint{Name: "noop", Type: AgentTypeDeterministic, Command: "true"}
-	r, err := NewRunner(RunnerConfig{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*Blueprint{bp},
-		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 8, MaxReportBatch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var work Work
-	for i := range 4 {
-		id := fmt.Sprintf("run_%d", i)
-		work.Runs = append(work.Runs, &Assignment{BlueprintName: "noop",
-			Run: &Run{ID: id, SessionID: "ses_" + id, AgentName: "noop", AgentType: AgentTypeDeterministic}})
-	}
-	co.work <- &work
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	runNoopRunner(t, co, 1)
+	co.work <- noopWork(4, "")
+	waitUntil(t, func() (bool, string) {
 		co.mu.Lock()
-		n := len(co.singles)
-		co.mu.Unlock()
-		if n == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d reports, want 4", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
+		defer co.mu.Unlock()
+		return len(co.singles) == 4, fmt.Sprintf("%d reports, want 4", len(co.singles))
+	})
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	if len(co.batches) != 0 {
