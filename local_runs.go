@@ -257,13 +257,7 @@ func (c *LocalCoordinator) startSession(ctx context.Context, p StartRunParams, p
 		CreatedAt:    now,
 	}
 	s.CurrentRunID = run.ID
-	err = c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
-		if err := tx.CreateSession(ctx, s); err != nil {
-			return err
-		}
-		return tx.CreateRun(ctx, run)
-	})
-	if err != nil {
+	if err := c.store.CreateSessionWithRun(ctx, s, run); err != nil {
 		return nil, err
 	}
 	fx.wakeFor(run)

@@ -51,6 +51,10 @@ type Store interface {
 	DeleteRunnerAgents(ctx context.Context, runnerID string) (int, error)
 
 	CreateSession(ctx context.Context, s *Session) error
+	// CreateSessionWithRun creates a session and its first run in one atomic write: both exist after it,
+	// or neither (a taken id of either is ErrConflict). It is how a run is started, so a store may make it
+	// cheaper than the two creations in a transaction.
+	CreateSessionWithRun(ctx context.Context, s *Session, r *Run) error
 	GetSession(ctx context.Context, id string) (*Session, error)
 	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
 	// UpdateSession applies u when the session's status is one of from (any status when from is empty) and

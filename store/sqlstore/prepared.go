@@ -182,6 +182,30 @@ func (s *Store) insert(ctx context.Context, row any) error {
 // prepared per row count, so the bound keeps them few, and a larger batch is rare.
 const maxInsertRows = 8
 
+// insertArgs returns the parameters of insertQuery(T, 1) for row, a pointer to a row struct.
+func (s *Store) insertArgs(row any) ([]any, error) {
+	v := reflect.ValueOf(row).Elem()
+	table := s.dbW.Table(v.Type())
+	return s.appendInsertArgs(make([]any, 0, len(table.Fields)), table, v)
+}
+
+// appendInsertArgs appends the parameters that insert the row v of table to args, checked for what the
+// dialect cannot store.
+func (s *Store) appendInsertArgs(args []any, table *schema.Table, v reflect.Value) ([]any, error) {
+	n := len(args)
+	for _, f := range table.Fields {
+		a, err := driverValue(f.Value(v).Interface())
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", table.Name, f.Name, err)
+		}
+		args = append(args, a)
+	}
+	if err := s.checkArgs(args[n:]); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
 // insertRows inserts the rows (a pointer to a slice of a row type) in one statement: prepared for up to
 // maxInsertRows rows, through bun for more.
 func (s *Store) insertRows(ctx context.Context, rows any) error {
@@ -202,17 +226,10 @@ func (s *Store) insertValues(ctx context.Context, typ reflect.Type, n int, row f
 	query := s.insertQuery(typ, n)
 	args := make([]any, 0, n*len(table.Fields))
 	for i := range n {
-		v := row(i)
-		for _, f := range table.Fields {
-			a, err := driverValue(f.Value(v).Interface())
-			if err != nil {
-				return fmt.Errorf("%s.%s: %w", table.Name, f.Name, err)
-			}
-			args = append(args, a)
+		var err error
+		if args, err = s.appendInsertArgs(args, table, row(i)); err != nil {
+			return err
 		}
-	}
-	if err := s.checkArgs(args); err != nil {
-		return err
 	}
 	stmt, err := s.prepared(ctx, query)
 	if err != nil {

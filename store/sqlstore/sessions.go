@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -18,6 +20,45 @@ func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) err
 		return err
 	}
 	return wrap(s.insert(ctx, row), "session", se.ID)
+}
+
+// CreateSessionWithRun implements [orchestrator.Store]. On PostgreSQL a run without demanded tags is one
+// statement (the session's INSERT in a WITH clause of the run's), a single round trip where a
+// transaction of two INSERTs takes four (BEGIN, the INSERTs, COMMIT). On SQLite the transaction's
+// statements run in-process and it shares its commit with concurrent ones anyway.
+func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run) error {
+	if !s.pg || len(r.Demands.Tags) > 0 {
+		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
+			if err := tx.CreateSession(ctx, se); err != nil {
+				return err
+			}
+			return tx.CreateRun(ctx, r)
+		})
+	}
+	srow, err := sessionToRow(se)
+	if err != nil {
+		return err
+	}
+	rrow, _, err := runToRow(r)
+	if err != nil {
+		return err
+	}
+	sessionArgs, err := s.insertArgs(srow)
+	if err != nil {
+		return err
+	}
+	runArgs, err := s.insertArgs(rrow)
+	if err != nil {
+		return err
+	}
+	query := "WITH new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
+		s.insertQuery(reflect.TypeFor[runRow](), 1)
+	stmt, err := s.prepared(ctx, query)
+	if err != nil {
+		return err
+	}
+	_, err = stmt.ExecContext(ctx, append(sessionArgs, runArgs...)...)
+	return wrap(err, fmt.Sprintf("session %q with run", se.ID), r.ID)
 }
 
 // GetSession returns the session with the id.

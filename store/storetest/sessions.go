@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -34,6 +36,52 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		wantErr(t, "GetSession missing", err, orchestrator.ErrNotFound)
 		_, err = s.GetSession(ctx(t), "ses_\x00")
 		wantErr(t, "GetSession with a NUL byte", err, orchestrator.ErrNotFound)
+	})
+
+	t.Run("CreateSessionWithRun", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		// A run with demands and without tags, and one with tags (stored in a table of their own).
+		for _, tags := range [][]string{nil, {"gpu", "linux"}} {
+			id := fmt.Sprintf("%d", len(tags))
+			se, run := newSession("ses_"+id, base), newRun("run_"+id, "ses_"+id, base)
+			run.Demands = orchestrator.Demands{Hostname: "web-1", RunnerID: "lnch_a", Tags: tags}
+			must(t, "CreateSessionWithRun "+id, s.CreateSessionWithRun(ctx(t), se, run))
+			gotS, err := s.GetSession(ctx(t), se.ID)
+			must(t, "GetSession "+se.ID, err)
+			equal(t, "GetSession "+se.ID, gotS, se)
+			gotR, err := s.GetRun(ctx(t), run.ID)
+			must(t, "GetRun "+run.ID, err)
+			equal(t, "GetRun "+run.ID, gotR, run)
+		}
+
+		// Both or neither: a taken session id leaves no run behind, a taken run id no session.
+		for _, tags := range [][]string{nil, {"gpu"}} {
+			err := s.CreateSessionWithRun(ctx(t), newSession("ses_0", base), withTags(newRun("run_new", "ses_0", base), tags))
+			wantErr(t, "CreateSessionWithRun with a taken session id", err, orchestrator.ErrConflict)
+			_, err = s.GetRun(ctx(t), "run_new")
+			wantErr(t, "the run of a refused CreateSessionWithRun", err, orchestrator.ErrNotFound)
+
+			err = s.CreateSessionWithRun(ctx(t), newSession("ses_new", base), withTags(newRun("run_0", "ses_new", base), tags))
+			wantErr(t, "CreateSessionWithRun with a taken run id", err, orchestrator.ErrConflict)
+			_, err = s.GetSession(ctx(t), "ses_new")
+			wantErr(t, "the session of a refused CreateSessionWithRun", err, orchestrator.ErrNotFound)
+		}
+
+		// In a transaction it is part of it.
+		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+			if err := tx.CreateSessionWithRun(ctx, newSession("ses_tx", base), newRun("run_tx", "ses_tx", base)); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("InTx = %v, want the function's error", err)
+		}
+		_, err = s.GetSession(ctx(t), "ses_tx")
+		wantErr(t, "a session created in a rolled back transaction", err, orchestrator.ErrNotFound)
+		_, err = s.GetRun(ctx(t), "run_tx")
+		wantErr(t, "a run created in a rolled back transaction", err, orchestrator.ErrNotFound)
 	})
 
 	t.Run("Update", func(t *testing.T) {
@@ -202,4 +250,13 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 
 		wantErr(t, "DeleteSession missing", s.DeleteSession(ctx(t), "ses_missing"), orchestrator.ErrNotFound)
 	})
+}
+
+// errRollback is a transaction function's own error, which rolls the transaction back.
+var errRollback = errors.New("storetest: roll back")
+
+// withTags sets the tags r demands.
+func withTags(r *orchestrator.Run, tags []string) *orchestrator.Run {
+	r.Demands.Tags = tags
+	return r
 }
