@@ -43,22 +43,25 @@ func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Sessi
 	if err != nil {
 		return err
 	}
-	sessionArgs, err := s.insertArgs(srow)
-	if err != nil {
+	insert := func() error {
+		sessionArgs, err := s.insertArgs(srow)
+		if err != nil {
+			return err
+		}
+		runArgs, err := s.insertArgs(rrow)
+		if err != nil {
+			return err
+		}
+		query := "WITH new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
+			s.insertQuery(reflect.TypeFor[runRow](), 1)
+		stmt, err := s.prepared(ctx, query)
+		if err != nil {
+			return err
+		}
+		_, err = stmt.ExecContext(ctx, append(sessionArgs, runArgs...)...)
 		return err
 	}
-	runArgs, err := s.insertArgs(rrow)
-	if err != nil {
-		return err
-	}
-	query := "WITH new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
-		s.insertQuery(reflect.TypeFor[runRow](), 1)
-	stmt, err := s.prepared(ctx, query)
-	if err != nil {
-		return err
-	}
-	_, err = stmt.ExecContext(ctx, append(sessionArgs, runArgs...)...)
-	return wrap(err, fmt.Sprintf("session %q with run", se.ID), r.ID)
+	return wrap(insert(), fmt.Sprintf("session %q with run", se.ID), r.ID)
 }
 
 // GetSession returns the session with the id.
