@@ -48,3 +48,23 @@ func TestClaimPlanSQLite(t *testing.T) {
 		t.Logf("plan:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// Every poll looks for stop requests: the look must be a search of runs_runner, not a walk of runs.
+func TestStopProbePlanSQLite(t *testing.T) {
+	t.Parallel()
+	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var id, parent, notUsed int
+	var detail string
+	err = s.DB().DB.QueryRowContext(t.Context(), "EXPLAIN QUERY PLAN "+stopProbeSQL, "lnch_a", "claimed", "running").
+		Scan(&id, &parent, &notUsed, &detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(detail, "SEARCH runs USING INDEX runs_runner (runner_id=? AND status=?)") {
+		t.Errorf("the stop probe's plan is %q, want a search of runs_runner by runner and status", detail)
+	}
+}

@@ -163,15 +163,22 @@ func (s *Store) updatedRun(ctx context.Context, err error, row *runRow, id, runn
 // sent before resendBefore), marking them sent at now, in one statement.
 func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*orchestrator.Run, error) {
 	// Runners poll all the time and stops are rare: look first (a read, beside the writer on SQLite) and
-	// take the write lock only when there is something to mark.
-	probe := s.r.NewSelect().Model((*runRow)(nil)).Column("id").
-		Where("runner_id = ?", runnerID).
-		Where("status IN (?)", bun.In([]orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning})).
-		Where("stop_requested_at IS NOT NULL").Limit(1)
-	if n, err := probe.Count(ctx); err != nil {
+	// take the write lock only when there is something to mark. The look is a prepared statement: it
+	// runs on every poll, on the way from a run's creation to its runner.
+	if s.checkArgs([]any{runnerID}) != nil {
+		return nil, nil // no runner id holds a NUL byte on PostgreSQL
+	}
+	stmt, err := s.preparedRead(ctx, stopProbeSQL)
+	if err != nil {
 		return nil, wrap(err, "stop requests of runner", runnerID)
-	} else if n == 0 {
+	}
+	var found int
+	err = stmt.QueryRowContext(ctx, runnerID, string(orchestrator.RunClaimed), string(orchestrator.RunRunning)).Scan(&found)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap(err, "stop requests of runner", runnerID)
 	}
 	var rows []runRow
 	q := s.w.NewUpdate().Model(&rows).
@@ -196,6 +203,9 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 	})
 	return domains(rows, (*runRow).domain)
 }
+
+// stopProbeSQL finds whether the runner holds a run with a stop requested (runs_runner serves it).
+const stopProbeSQL = "SELECT 1 FROM runs WHERE runner_id = ? AND status IN (?, ?) AND stop_requested_at IS NOT NULL LIMIT 1"
 
 var runColumns = columns(runRow{})
 
