@@ -63,6 +63,12 @@ type CoordinatorConfig struct {
 	// replica is woken by a run created through another. Nil: this coordinator is the only one.
 	Notifier Notifier
 
+	// AgentCacheTTL is how long StartRun may reuse an agent it looked up instead of reading it again.
+	// Agent writes through this coordinator clear the cache when they commit, and writes through another
+	// replica when its wake-up arrives through the Notifier; the TTL bounds what a lost wake-up, or an
+	// agent written to the store directly, leaves in it. Default 1s; negative: no cache.
+	AgentCacheTTL time.Duration
+
 	// Limits bound inputs; zero fields take the defaults of [DefaultLimits].
 	Limits Limits
 }
@@ -140,6 +146,8 @@ type LocalCoordinator struct {
 	limits  Limits
 	schemas *SchemaCache
 	notify  *notifier
+	// agents caches StartRun's agent lookups (nil when CoordinatorConfig.AgentCacheTTL is negative).
+	agents *agentCache
 	// webhookKick wakes the webhook deliverer when this coordinator queued a delivery.
 	webhookKick chan struct{}
 
@@ -186,7 +194,10 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &LocalCoordinator{
+	if cfg.AgentCacheTTL == 0 {
+		cfg.AgentCacheTTL = time.Second
+	}
+	c := &LocalCoordinator{
 		cfg:     cfg,
 		store:   cfg.Store,
 		log:     cfg.Logger,
@@ -195,7 +206,11 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 		notify:  newNotifier(),
 
 		webhookKick: make(chan struct{}, 1),
-	}, nil
+	}
+	if cfg.AgentCacheTTL > 0 {
+		c.agents = newAgentCache(cfg.AgentCacheTTL)
+	}
+	return c, nil
 }
 
 // Config returns the effective configuration, defaults applied.
@@ -245,11 +260,19 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 // wake-ups may have been missed (the Notifier has just started listening, after a start or a lost
 // connection): every waiter is woken to look again.
 func (c *LocalCoordinator) deliverRemote(key string) {
-	if key == "" {
+	switch key {
+	case "":
+		if c.agents != nil {
+			c.agents.clear() // an agent write's wake-up may have been missed too
+		}
 		c.notify.notifyAll()
-		return
+	case agentsKey:
+		if c.agents != nil {
+			c.agents.clear()
+		}
+	default:
+		c.notify.notify(key)
 	}
-	c.notify.notify(key)
 }
 
 // wake tells goroutines parked on key — here, and on other replicas when a Notifier is configured — that

@@ -71,6 +71,7 @@ func (c *LocalCoordinator) CreateAgent(ctx context.Context, b *Blueprint) (*Agen
 		}
 		return nil, err
 	}
+	c.agentsChanged()
 	c.log.Info("agent created", "agent", a.Name)
 	return agentInfo(a, true), nil
 }
@@ -108,11 +109,13 @@ func (c *LocalCoordinator) UpdateAgent(ctx context.Context, name string, b *Blue
 	if err != nil {
 		return nil, err
 	}
+	c.agentsChanged()
 	return agentInfo(out, true), nil
 }
 
 // DeleteAgent removes a registry agent. Sessions it already started are not affected.
 func (c *LocalCoordinator) DeleteAgent(ctx context.Context, name string) error {
+	defer c.agentsChanged() // after the commit (or the failure: clearing is always safe)
 	return c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 		a, err := lookup(tx.GetAgent(ctx, name)).as("agent", name)
 		if err != nil {
@@ -168,6 +171,7 @@ func (c *LocalCoordinator) PutAgents(ctx context.Context, blueprints []*Blueprin
 		}
 		checked = append(checked, nb)
 	}
+	defer c.agentsChanged()
 	return c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 		now := Now()
 		for _, b := range checked {

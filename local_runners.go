@@ -82,6 +82,7 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 	if err != nil {
 		return nil, err
 	}
+	c.agentsChanged()
 	c.apply(fx)
 	c.log.Info("runner registered", "runner_id", id, "hostname", reg.Hostname, "project_dir", reg.ProjectDir,
 		"blueprints", len(names), "failed_runs", len(fx.ended))
@@ -527,6 +528,7 @@ func (c *LocalCoordinator) retireRunner(ctx context.Context, runnerID string, fr
 	if err != nil {
 		return err
 	}
+	c.agentsChanged()
 	c.apply(fx)
 	c.log.Info("runner offline", "runner_id", runnerID, "reason", msg, "failed_runs", len(fx.ended))
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -195,11 +196,11 @@ func (c *LocalCoordinator) startSession(ctx context.Context, p StartRunParams, p
 	if p.SessionID != "" {
 		return nil, Errorf(ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
 	}
-	agent, err := lookup(c.store.GetAgent(ctx, p.AgentName)).as("agent", p.AgentName)
+	agent, err := c.startAgent(ctx, p.AgentName)
 	if err != nil {
 		return nil, err
 	}
-	b := agent.Blueprint
+	b := agent.Blueprint // shared with the agent cache: read only
 	if b.Disabled {
 		return nil, Errorf(ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
 	}
@@ -213,6 +214,7 @@ func (c *LocalCoordinator) startSession(ctx context.Context, p StartRunParams, p
 	demands := Demands{}
 	if b.Demands != nil {
 		demands = *b.Demands
+		demands.Tags = slices.Clone(demands.Tags) // the run's own, not the cached blueprint's
 	}
 	if agent.RunnerID != "" {
 		demands.RunnerID = agent.RunnerID

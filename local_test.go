@@ -809,3 +809,50 @@ func TestReportRuns(t *testing.T) {
 		t.Errorf("session 2 events %v %v, want result and run_ended once", evs, err)
 	}
 }
+
+// TestStartRunSeesAgentChangesAtOnce: StartRun's agent cache never outlives a change made through the
+// same coordinator.
+func TestStartRunSeesAgentChangesAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{AgentCacheTTL: time.Hour})
+	startHelper := func() error {
+		_, err := c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "hi"})
+		return err
+	}
+	if err := startHelper(); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("StartRun before the agent exists: %v, want ErrNotFound", err)
+	}
+	createAgent(t, c, "helper") // a miss is not cached: the new agent is found at once
+	if err := startHelper(); err != nil {
+		t.Fatalf("StartRun: %v", err)
+	}
+	if _, err := c.UpdateAgent(ctx, "helper", &orchestrator.Blueprint{Disabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := startHelper(); orchestrator.ErrorCode(err) != "agent_disabled" {
+		t.Fatalf("StartRun after disabling: %v, want agent_disabled", err)
+	}
+	if err := c.DeleteAgent(ctx, "helper"); err != nil {
+		t.Fatal(err)
+	}
+	if err := startHelper(); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("StartRun after deleting: %v, want ErrNotFound", err)
+	}
+
+	// A runner's blueprints go with it.
+	reg := register(t, c, "host-a", crawler())
+	crawl := func() error {
+		_, err := c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+		return err
+	}
+	if err := crawl(); err != nil {
+		t.Fatalf("StartRun web-crawler: %v", err)
+	}
+	if err := c.DeregisterRunner(ctx, reg.RunnerID); err != nil {
+		t.Fatal(err)
+	}
+	if err := crawl(); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("StartRun after the owner deregistered: %v, want ErrNotFound", err)
+	}
+}

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -433,4 +434,67 @@ func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) er
 		}
 		deliver(key)
 	})
+}
+
+// An agent changed through one replica is seen by StartRun on another at once, although that one cached
+// it for an hour: the change's wake-up clears the cache.
+func TestAgentChangeReachesOtherReplica(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchema(t)
+	sa, sb := open(t, dsn), open(t, dsn)
+	na, nb := readyWhenListening(sa.Notifier()), readyWhenListening(sb.Notifier())
+	ca, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sa, Notifier: na})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sb, Notifier: nb, AgentCacheTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*orchestrator.LocalCoordinator{ca, cb} {
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Stop)
+	}
+	for _, n := range []*listeningNotifier{na, nb} {
+		select {
+		case <-n.ready:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a replica's notifier did not start listening")
+		}
+	}
+	if _, err := ca.CreateAgent(t.Context(), &orchestrator.Blueprint{Name: "helper"}); err != nil {
+		t.Fatal(err)
+	}
+	startOnB := func() error {
+		_, err := cb.StartRun(t.Context(), orchestrator.StartRunParams{AgentName: "helper", Prompt: "hi"})
+		return err
+	}
+	if err := startOnB(); err != nil {
+		t.Fatalf("StartRun on B: %v", err)
+	}
+	// B has the agent cached now.
+	eventually := func(what string, ok func(error) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := startOnB()
+			if ok(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: StartRun on B still gives %v", what, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if _, err := ca.UpdateAgent(t.Context(), "helper", &orchestrator.Blueprint{Disabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("disabled on A", func(err error) bool { return orchestrator.ErrorCode(err) == "agent_disabled" })
+	if err := ca.DeleteAgent(t.Context(), "helper"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("deleted on A", func(err error) bool { return errors.Is(err, orchestrator.ErrNotFound) })
 }
