@@ -350,23 +350,7 @@ func TestNotifierListenReturnsOnConnectionLoss(t *testing.T) {
 // in-process, with two LocalCoordinators on one schema.
 func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	t.Parallel()
-	dsn := postgresSchema(t)
-	sa, sb := open(t, dsn), open(t, dsn)
-	na, nb := readyWhenListening(sa.Notifier()), readyWhenListening(sb.Notifier())
-	ca, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sa, Notifier: na})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sb, Notifier: nb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*orchestrator.LocalCoordinator{ca, cb} {
-		if err := c.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Stop)
-	}
+	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{})
 	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
 	reg, err := ca.RegisterRunner(t.Context(), &orchestrator.RunnerRegistration{
 		Hostname: "h", ProjectDir: "/p", ExecutorType: "deterministic", MaxConcurrent: 1,
@@ -374,13 +358,6 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, n := range []*listeningNotifier{na, nb} {
-		select {
-		case <-n.ready:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a replica's notifier did not start listening")
-		}
 	}
 
 	for i := range 5 {
@@ -440,30 +417,7 @@ func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) er
 // it for an hour: the change's wake-up clears the cache.
 func TestAgentChangeReachesOtherReplica(t *testing.T) {
 	t.Parallel()
-	dsn := postgresSchema(t)
-	sa, sb := open(t, dsn), open(t, dsn)
-	na, nb := readyWhenListening(sa.Notifier()), readyWhenListening(sb.Notifier())
-	ca, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sa, Notifier: na})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: sb, Notifier: nb, AgentCacheTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*orchestrator.LocalCoordinator{ca, cb} {
-		if err := c.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Stop)
-	}
-	for _, n := range []*listeningNotifier{na, nb} {
-		select {
-		case <-n.ready:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a replica's notifier did not start listening")
-		}
-	}
+	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{AgentCacheTTL: time.Hour})
 	if _, err := ca.CreateAgent(t.Context(), &orchestrator.Blueprint{Name: "helper"}); err != nil {
 		t.Fatal(err)
 	}
@@ -497,4 +451,32 @@ func TestAgentChangeReachesOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually("deleted on A", func(err error) bool { return errors.Is(err, orchestrator.ErrNotFound) })
+}
+
+// twoReplicas starts two coordinators on one fresh PostgreSQL schema, each with its Notifier, and returns
+// once both listen. cfg (its Store and Notifier set here) configures both.
+func twoReplicas(t *testing.T, cfg orchestrator.CoordinatorConfig) (a, b *orchestrator.LocalCoordinator) {
+	t.Helper()
+	dsn := postgresSchema(t)
+	var cs []*orchestrator.LocalCoordinator
+	for range 2 {
+		st := open(t, dsn)
+		n := readyWhenListening(st.Notifier())
+		cfg.Store, cfg.Notifier = st, n
+		c, err := orchestrator.NewCoordinator(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Stop)
+		select {
+		case <-n.ready:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a replica's notifier did not start listening")
+		}
+		cs = append(cs, c)
+	}
+	return cs[0], cs[1]
 }
