@@ -243,8 +243,14 @@ func TestRunnerRegistersAgainWithNewCoordinator(t *testing.T) {
 			return ag != nil && ag.RunnerID == r.id, mustJSON(t, ag)
 		})
 	}
-	// The first coordinator must have the runner before it dies, or the count below is one short.
+	// The runner must have its first registration's answer before that coordinator dies: one committed
+	// but lost on the way back would be made again with the next coordinator, and the count below would
+	// be one short.
 	registered("the runner to register")
+	waitFor(t, startTimeout, "the runner to log its registration", func() (bool, string) {
+		n := strings.Count(r.output(), "msg=registered ")
+		return n == 1, fmt.Sprintf("%d registrations logged", n)
+	})
 	for round := 1; round <= 3; round++ {
 		co.kill(t)
 		co.db = c.path(fmt.Sprintf("fresh-%d.db", round))
