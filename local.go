@@ -258,7 +258,8 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 
 // deliverRemote wakes the waiters of a key another replica published. The empty key means that
 // wake-ups may have been missed (the Notifier has just started listening, after a start or a lost
-// connection): every waiter is woken to look again.
+// connection): every waiter is woken to look again, and the agent cache is cleared. agentsKey (another
+// replica wrote an agent) clears the agent cache and wakes nobody.
 func (c *LocalCoordinator) deliverRemote(key string) {
 	switch key {
 	case "":

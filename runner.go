@@ -52,8 +52,9 @@ type RunnerConfig struct {
 	// restarting) before it gives the result up. Default 10m.
 	ReportTimeout time.Duration
 	// MaxReportBatch is how many final reports may travel in one call when the coordinator is a
-	// [BatchReporter]: reports that become ready while an earlier call is under way wait for it and then
-	// go together (see reportQueue). Default 64; 1 sends each report on its own.
+	// [BatchReporter]. A report that finds no report call under way goes at once, alone; reports that
+	// become ready while one is under way wait for it and then go together. Default 64; 1 sends each
+	// report on its own.
 	MaxReportBatch int
 	// Gateway, when set, is opened for each run and gives the run's processes their way back to the
 	// coordinator (see [Gateway]).
