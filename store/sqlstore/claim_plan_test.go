@@ -49,7 +49,8 @@ func TestClaimPlanSQLite(t *testing.T) {
 	}
 }
 
-// Every poll looks for stop requests: the look must be a search of runs_runner, not a walk of runs.
+// Every poll looks for stop requests: the look must visit only runs it can find, never a walk of runs or of
+// the runner's history in runs_runner.
 func TestStopProbePlanSQLite(t *testing.T) {
 	t.Parallel()
 	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
@@ -59,12 +60,60 @@ func TestStopProbePlanSQLite(t *testing.T) {
 	defer s.Close()
 	var id, parent, notUsed int
 	var detail string
-	err = s.DB().DB.QueryRowContext(t.Context(), "EXPLAIN QUERY PLAN "+stopProbeSQL, "lnch_a", "claimed", "running").
+	err = s.DB().DB.QueryRowContext(t.Context(), "EXPLAIN QUERY PLAN "+stopProbeSQL, "lnch_a").
 		Scan(&id, &parent, &notUsed, &detail)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(detail, "SEARCH runs USING INDEX runs_runner (runner_id=? AND status=?)") {
-		t.Errorf("the stop probe's plan is %q, want a search of runs_runner by runner and status", detail)
+	// SQLite, without statistics, prefers runs_runner with both columns bound: that visits only the
+	// runner's claimed and running runs, which is as good.
+	if !strings.HasPrefix(detail, "SEARCH runs USING INDEX runs_stop (runner_id=?)") &&
+		!strings.HasPrefix(detail, "SEARCH runs USING INDEX runs_runner (runner_id=? AND status=?)") {
+		t.Errorf("the stop probe's plan is %q, want a search of runs_stop by runner, or of runs_runner by runner and status", detail)
+	}
+}
+
+// On PostgreSQL the probe is a prepared statement, planned while the runs table may still be small and
+// unanalysed: then, before runs_stop, the plan matched runner_id alone in runs_runner and filtered every
+// run the runner had held, on every poll. Custom and generic plans must both search runs_stop.
+func TestStopProbePlanPostgres(t *testing.T) {
+	t.Parallel()
+	s := pgStore(t, "UTC")
+	ctx := t.Context()
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
+		SELECT 'run_' || i, 'ses_' || i, 'a', 'deterministic', 'start', 'completed', 'lnch_a', now() FROM generate_series(1, 50) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "PREPARE stop_probe(text) AS "+s.dialectSQL(stopProbeSQL)); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE stop_probe('lnch_a')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if text := strings.Join(plan, "\n"); !strings.Contains(text, "using runs_stop on runs") {
+			t.Errorf("%s: the stop probe does not search runs_stop:\n%s", mode, text)
+		}
 	}
 }

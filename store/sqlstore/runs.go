@@ -173,7 +173,7 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 		return nil, wrap(err, "stop requests of runner", runnerID)
 	}
 	var found int
-	err = stmt.QueryRowContext(ctx, runnerID, string(orchestrator.RunClaimed), string(orchestrator.RunRunning)).Scan(&found)
+	err = stmt.QueryRowContext(ctx, runnerID).Scan(&found)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -204,8 +204,11 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 	return domains(rows, (*runRow).domain)
 }
 
-// stopProbeSQL finds whether the runner holds a run with a stop requested (runs_runner serves it).
-const stopProbeSQL = "SELECT 1 FROM runs WHERE runner_id = ? AND status IN (?, ?) AND stop_requested_at IS NOT NULL LIMIT 1"
+// stopProbeSQL finds whether the runner holds a run with a stop requested. Its conditions are those of the
+// partial index runs_stop (migration 20260101000005), word for word: the planners use a partial index only
+// when they can prove the query implies its predicate, which a bound parameter would not let them.
+const stopProbeSQL = "SELECT 1 FROM runs WHERE runner_id = ? AND stop_requested_at IS NOT NULL AND status IN ('" +
+	string(orchestrator.RunClaimed) + "', '" + string(orchestrator.RunRunning) + "') LIMIT 1"
 
 var runColumns = columns(runRow{})
 
