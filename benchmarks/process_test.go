@@ -32,7 +32,7 @@ func build(tb testing.TB, dir, pkg string) string {
 func startProcess(tb testing.TB, bin string, args ...string) *exec.Cmd {
 	tb.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = dieWithTest(&syscall.SysProcAttr{Setpgid: true})
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

@@ -107,7 +107,9 @@ func (c *cluster) start(name, bin string, args []string, env ...string) *proc {
 	cmd.Env = append(append(os.Environ(), runMarker, c.marker, "GORACE="+gorace), env...)
 	cmd.Dir = c.dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: should the test binary die without its cleanups (a -timeout panic, a signal), the
+	// kernel kills the program too rather than leave it running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start %s: %v", name, err)
 	}

@@ -125,6 +125,7 @@ func start(tb testing.TB, name, path string, args ...string) *proc {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = dieWithTest(&syscall.SysProcAttr{})
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		tb.Fatalf("start %s: %v", name, err)
