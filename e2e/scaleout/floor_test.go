@@ -22,7 +22,7 @@ import (
 // PostgreSQL, is not in it).
 //
 //   - SQLite: one connection, as the store's single writer. commit=N puts N transactions in one commit,
-//     as the store's group commit does when N callers queue together (it averages about 3 on the HTTP
+//     as the store's group commit does when N callers queue together (it averages about 2.6 on the HTTP
 //     benchmark).
 //   - PostgreSQL: eight connections, each working through its own runs; every transaction commits on its
 //     own.
