@@ -150,6 +150,8 @@ type LocalCoordinator struct {
 	agents *agentCache
 	// webhookKick wakes the webhook deliverer when this coordinator queued a delivery.
 	webhookKick chan struct{}
+	// noMatchPages and parkPages are where the no-match sweep's two checks go on reading pending runs.
+	noMatchPages, parkPages sweepPages
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -95,7 +96,7 @@ func (c *LocalCoordinator) sweepUnmatched(ctx context.Context, full bool) error 
 		}
 		return false
 	}
-	old, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, CreatedBefore: now.Add(-c.cfg.NoMatchTimeout), Limit: 1000})
+	old, err := c.noMatchPages.next(ctx, c.store, RunFilter{Statuses: []RunStatus{RunPending}, CreatedBefore: now.Add(-c.cfg.NoMatchTimeout)})
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func (c *LocalCoordinator) sweepUnmatched(ctx context.Context, full bool) error 
 	// Parking is not urgent, and a backlog of runs that busy runners will take is read here: only the full
 	// sweeps (every tenth) look. Runs pinned to a runner sit under their own key of the claim index
 	// already: only unpinned runs are worth parking.
-	waiting, err := c.store.ListRuns(ctx, RunFilter{Statuses: []RunStatus{RunPending}, Parked: Ptr(false), CreatedBefore: now.Add(-c.cfg.ParkAfter), Limit: 1000})
+	waiting, err := c.parkPages.next(ctx, c.store, RunFilter{Statuses: []RunStatus{RunPending}, Parked: Ptr(false), CreatedBefore: now.Add(-c.cfg.ParkAfter)})
 	if err != nil {
 		return err
 	}
@@ -133,6 +134,44 @@ func (c *LocalCoordinator) sweepUnmatched(ctx context.Context, full bool) error 
 		}
 	}
 	return c.unpark(ctx, live)
+}
+
+// sweepPage is how many pending runs one sweep examines for each of its checks.
+const sweepPage = 1000
+
+// sweepPages pages a sweep's check through the pending runs it examines, sweepPage at a time, each sweep
+// going on where the previous one stopped and starting over after the last page. Reading the oldest page
+// every time would never reach the runs behind a backlog of more than a page that live runners will take
+// (a busy runner's queue): a run nobody can take that waited behind them would never fail or be parked.
+// Each coordinator replica keeps its own place; what a sweep does to a run is a guarded update either way.
+type sweepPages struct {
+	mu    sync.Mutex
+	after string // the last run of the previous page; "" to start from the oldest
+}
+
+// next returns the page of runs matching f after the previous one.
+func (p *sweepPages) next(ctx context.Context, store Store, f RunFilter) ([]*Run, error) {
+	p.mu.Lock()
+	f.AfterID = p.after
+	p.mu.Unlock()
+	f.Limit = sweepPage
+	runs, err := store.ListRuns(ctx, f)
+	if errors.Is(err, ErrNotFound) && f.AfterID != "" {
+		// The run the previous page ended with is gone (retention, a deleted session): start over.
+		f.AfterID = ""
+		runs, err = store.ListRuns(ctx, f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	after := ""
+	if len(runs) == sweepPage {
+		after = runs[len(runs)-1].ID
+	}
+	p.mu.Lock()
+	p.after = after
+	p.mu.Unlock()
+	return runs, nil
 }
 
 // unpark unparks the parked runs that one of runners matches, and wakes the runners.

@@ -718,6 +718,93 @@ func TestUnmatchedRunsAreParked(t *testing.T) {
 	}
 }
 
+// A backlog of more than a sweep's page of runs that a live runner will take must not hide the runs behind
+// it from the no-match sweep: each sweep reads on from where the previous one stopped, so a run nobody can
+// take still fails after its timeout, and is parked after ParkAfter.
+func TestSweepReachesRunsBehindABacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	failed := func(r *orchestrator.Run) bool { return r.Status == orchestrator.RunFailed }
+	for _, tc := range []struct {
+		name  string
+		cfg   orchestrator.CoordinatorConfig
+		check func(r *orchestrator.Run) bool
+		// deleteCursor deletes, after the first sweep, the run that sweep's page ended with: the next
+		// sweep starts over from the oldest, and the one after it reaches the run.
+		deleteCursor bool
+	}{
+		{"no-match timeout", orchestrator.CoordinatorConfig{NoMatchTimeout: time.Millisecond, ParkAfter: time.Hour}, failed, false},
+		{"parking", orchestrator.CoordinatorConfig{ParkAfter: time.Millisecond},
+			func(r *orchestrator.Run) bool { return r.Parked && r.Status == orchestrator.RunPending }, false},
+		{"the page's last run deleted", orchestrator.CoordinatorConfig{NoMatchTimeout: time.Millisecond, ParkAfter: time.Hour}, failed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCoordinator(t, tc.cfg)
+			createAgent(t, c, "researcher")
+			register(t, c, "host-a", crawler())
+			registerAI(t, c, "host-ai")
+			// 1,001 runs pinned to the live crawler runner, older than the run nobody can take: more than
+			// the 1,000 runs a sweep examines.
+			const backlog = 1001
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := g; i < backlog; i += 8 {
+						_, err := c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler",
+							Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if t.Failed() {
+				t.FailNow()
+			}
+			nowhere := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "x",
+				Demands: &orchestrator.Demands{Hostname: "gpu-box"}})
+			time.Sleep(5 * time.Millisecond) // older than the timeout and ParkAfter
+			c.Sweep(ctx, true)               // the first page holds only the backlog
+			if r, _ := c.GetRun(ctx, nowhere.RunID); r.Status != orchestrator.RunPending || r.Parked {
+				t.Fatalf("after the first sweep the run behind the backlog is %s (parked %v): the page was not the backlog's", r.Status, r.Parked)
+			}
+			if tc.deleteCursor {
+				page, err := c.ListRuns(ctx, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunPending}, Limit: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Store().DeleteSession(ctx, page[len(page)-1].SessionID); err != nil {
+					t.Fatal(err)
+				}
+				c.Sweep(ctx, true) // starts over: the first page again
+				if r, _ := c.GetRun(ctx, nowhere.RunID); r.Status != orchestrator.RunPending {
+					t.Fatalf("after the sweep that started over the run behind the backlog is %s", r.Status)
+				}
+			}
+			c.Sweep(ctx, true)
+			r, err := c.GetRun(ctx, nowhere.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(r) {
+				t.Errorf("after the second sweep the run behind the backlog is %s (parked %v, error %q)", r.Status, r.Parked, r.Error)
+			}
+			// The runs the crawler runner will take are untouched: none failed, none parked.
+			failed, err := c.ListRuns(ctx, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunFailed}, AgentName: "web-crawler"})
+			if err != nil || len(failed) != 0 {
+				t.Errorf("failed crawler runs: %d, %v; want none", len(failed), err)
+			}
+			parked, err := c.ListRuns(ctx, orchestrator.RunFilter{Parked: orchestrator.Ptr(true), AgentName: "web-crawler"})
+			if err != nil || len(parked) != 0 {
+				t.Errorf("parked crawler runs: %d, %v; want none", len(parked), err)
+			}
+		})
+	}
+}
+
 // A runner going offline fails the runs pinned to it, and only those.
 func TestOfflineRunnerFailsOnlyItsOwnRuns(t *testing.T) {
 	t.Parallel()
