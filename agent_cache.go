@@ -62,7 +62,11 @@ func (c *agentCache) put(a *Agent, gen uint64, now time.Time) {
 	c.entries[a.Name] = cachedAgent{agent: a, expires: now.Add(c.ttl)}
 }
 
+// clear empties the cache; on a nil cache (caching off) it does nothing.
 func (c *agentCache) clear() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -88,11 +92,8 @@ func (c *LocalCoordinator) startAgent(ctx context.Context, name string) (*Agent,
 }
 
 // agentsChanged is called after an agent write committed: it clears this coordinator's cache and, through
-// the Notifier, the other replicas'.
+// the Notifier, the other replicas' — also when this one caches nothing, since they may.
 func (c *LocalCoordinator) agentsChanged() {
-	if c.agents == nil {
-		return
-	}
 	c.agents.clear()
 	if c.cfg.Notifier != nil {
 		c.cfg.Notifier.Notify(agentsKey)

@@ -265,14 +265,10 @@ func (c *LocalCoordinator) Start(ctx context.Context) error {
 func (c *LocalCoordinator) deliverRemote(key string) {
 	switch key {
 	case "":
-		if c.agents != nil {
-			c.agents.clear() // an agent write's wake-up may have been missed too
-		}
+		c.agents.clear() // an agent write's wake-up may have been missed too
 		c.notify.notifyAll()
 	case agentsKey:
-		if c.agents != nil {
-			c.agents.clear()
-		}
+		c.agents.clear()
 	default:
 		c.notify.notify(key)
 	}

@@ -350,7 +350,7 @@ func TestNotifierListenReturnsOnConnectionLoss(t *testing.T) {
 // in-process, with two LocalCoordinators on one schema.
 func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	t.Parallel()
-	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{})
+	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{}, orchestrator.CoordinatorConfig{})
 	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
 	reg, err := ca.RegisterRunner(t.Context(), &orchestrator.RunnerRegistration{
 		Hostname: "h", ProjectDir: "/p", ExecutorType: "deterministic", MaxConcurrent: 1,
@@ -417,7 +417,22 @@ func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) er
 // it for an hour: the change's wake-up clears the cache.
 func TestAgentChangeReachesOtherReplica(t *testing.T) {
 	t.Parallel()
-	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{AgentCacheTTL: time.Hour})
+	cached := orchestrator.CoordinatorConfig{AgentCacheTTL: time.Hour}
+	// The replica that writes announces the change whether or not it caches agents itself.
+	for name, writer := range map[string]orchestrator.CoordinatorConfig{
+		"writer caches": cached, "writer caches nothing": {AgentCacheTTL: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ca, cb := twoReplicas(t, writer, cached)
+			agentChangeReachesB(t, ca, cb)
+		})
+	}
+}
+
+// agentChangeReachesB changes an agent through ca and waits for StartRun on cb, which caches agents for
+// an hour, to see each change.
+func agentChangeReachesB(t *testing.T, ca, cb *orchestrator.LocalCoordinator) {
 	if _, err := ca.CreateAgent(t.Context(), &orchestrator.Blueprint{Name: "helper"}); err != nil {
 		t.Fatal(err)
 	}
@@ -455,11 +470,11 @@ func TestAgentChangeReachesOtherReplica(t *testing.T) {
 
 // twoReplicas starts two coordinators on one fresh PostgreSQL schema, each with its Notifier, and returns
 // once both listen. cfg (its Store and Notifier set here) configures both.
-func twoReplicas(t *testing.T, cfg orchestrator.CoordinatorConfig) (a, b *orchestrator.LocalCoordinator) {
+func twoReplicas(t *testing.T, cfgA, cfgB orchestrator.CoordinatorConfig) (a, b *orchestrator.LocalCoordinator) {
 	t.Helper()
 	dsn := postgresSchema(t)
 	var cs []*orchestrator.LocalCoordinator
-	for range 2 {
+	for _, cfg := range []orchestrator.CoordinatorConfig{cfgA, cfgB} {
 		st := open(t, dsn)
 		n := readyWhenListening(st.Notifier())
 		cfg.Store, cfg.Notifier = st, n
