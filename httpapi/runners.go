@@ -168,7 +168,7 @@ type reportsBody struct {
 // report's run_id and the status that report alone would have got from its own endpoint — 204 when it was
 // applied — and, when it was refused, the fields of that endpoint's error body ("error", "message", …).
 type reportsAnswer struct {
-	Results []json.RawMessage `json:"results"`
+	Results []map[string]any `json:"results"`
 }
 
 // reportRuns serves POST /runner/reports, the batch form of the report endpoints that a runner uses for
@@ -194,21 +194,19 @@ func (s *server) reportRuns(w http.ResponseWriter, r *http.Request) error {
 			errs[i] = s.coord.ReportRun(r.Context(), rep)
 		}
 	}
-	out := reportsAnswer{Results: make([]json.RawMessage, len(b.Reports))}
+	out := reportsAnswer{Results: make([]map[string]any, len(b.Reports))}
 	for i, rep := range b.Reports {
-		item := map[string]any{"run_id": rep.RunID, "status": http.StatusNoContent}
+		item := map[string]any{}
+		status := http.StatusNoContent
 		if i < len(errs) && errs[i] != nil {
-			status, body := renderError(r, s.log, errs[i])
+			var body []byte
+			status, body = renderError(r, s.log, errs[i])
 			if err := json.Unmarshal(body, &item); err != nil {
 				return err
 			}
-			item["run_id"], item["status"] = rep.RunID, status
 		}
-		raw, err := json.Marshal(item)
-		if err != nil {
-			return err
-		}
-		out.Results[i] = raw
+		item["run_id"], item["status"] = rep.RunID, status
+		out.Results[i] = item
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
