@@ -416,13 +416,13 @@ func (c *LocalCoordinator) reportStarted(ctx context.Context, rep RunReport) err
 	var sessionID string
 	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 		now := Now()
-		run, err := tx.UpdateRun(ctx, rep.RunID, []RunStatus{RunClaimed}, rep.RunnerID,
+		run, err := updateRunBrief(ctx, tx, rep.RunID, []RunStatus{RunClaimed}, rep.RunnerID,
 			RunUpdate{Status: Ptr(RunRunning), StartedAt: &now})
 		if err != nil {
 			return err
 		}
 		sessionID = run.SessionID
-		if _, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending}, SessionUpdate{
+		if _, err := updateSessionBrief(ctx, tx, run.SessionID, []SessionStatus{SessionPending}, SessionUpdate{
 			Status: Ptr(SessionRunning), RunnerID: &rep.RunnerID, UpdatedAt: now,
 		}); err != nil {
 			return err

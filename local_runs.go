@@ -438,7 +438,7 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 	if status == RunCompleted {
 		errMsg = ""
 	}
-	run, err := tx.UpdateRun(ctx, runID, RunStatusesBefore(status), runnerID, RunUpdate{
+	run, err := updateRunBrief(ctx, tx, runID, RunStatusesBefore(status), runnerID, RunUpdate{
 		Status: &status, Error: &errMsg, EndedAt: &now,
 	})
 	if err != nil {
@@ -472,13 +472,16 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 	if run.RunnerID != "" {
 		upd.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
-	s, err := tx.UpdateSession(ctx, run.SessionID, []SessionStatus{SessionPending, SessionRunning}, upd)
+	s, err := updateSessionBrief(ctx, tx, run.SessionID, []SessionStatus{SessionPending, SessionRunning}, upd)
 	if err != nil {
 		return err
 	}
 	fx.ended = append(fx.ended, s.ID)
 	if run.CallbackURL != "" {
-		if err := c.queueWebhook(ctx, tx, fx, run, s); err != nil {
+		if err := c.queueWebhook(ctx, tx, fx, run, WebhookPayload{
+			Event: "session.ended", SessionID: s.ID, RunID: run.ID, AgentName: s.AgentName,
+			Status: s.Status, Result: res, Error: errMsg, EndedAt: now,
+		}); err != nil {
 			return err
 		}
 	}
@@ -513,7 +516,7 @@ func (c *LocalCoordinator) finishRun(ctx context.Context, tx Store, fx *effects,
 // wrote (through the gateway), else its last assistant message. The run's events are those after the
 // previous run's run_ended marker (its own is not written yet): its executor may write before the
 // runner's started report lands.
-func (c *LocalCoordinator) deriveResult(ctx context.Context, tx Store, run *Run) (*Result, bool, error) {
+func (c *LocalCoordinator) deriveResult(ctx context.Context, tx Store, run *RunBrief) (*Result, bool, error) {
 	sessionID := run.SessionID
 	var since int64
 	prev, err := tx.LastEvent(ctx, sessionID, []string{EventRunEnded}, 0)

@@ -19,17 +19,14 @@ const webhookBatch = 16
 
 // queueWebhook records, inside the transaction that ends run, the delivery of the session's outcome to
 // the run's callback_url.
-func (c *LocalCoordinator) queueWebhook(ctx context.Context, tx Store, fx *effects, run *Run, s *Session) error {
-	body, err := json.Marshal(WebhookPayload{
-		Event: "session.ended", SessionID: s.ID, RunID: run.ID, AgentName: s.AgentName,
-		Status: s.Status, Result: s.Result, Error: s.Error, EndedAt: *s.EndedAt,
-	})
+func (c *LocalCoordinator) queueWebhook(ctx context.Context, tx Store, fx *effects, run *RunBrief, payload WebhookPayload) error {
+	body, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
 	now := Now()
 	if err := tx.CreateWebhook(ctx, &Webhook{
-		ID: NewID("wh_"), URL: run.CallbackURL, SessionID: s.ID, RunID: run.ID, Payload: body,
+		ID: NewID("wh_"), URL: run.CallbackURL, SessionID: payload.SessionID, RunID: run.ID, Payload: body,
 		Status: WebhookPending, NextAttemptAt: now, CreatedAt: now,
 	}); err != nil {
 		return err

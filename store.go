@@ -115,6 +115,85 @@ type Store interface {
 	Close() error
 }
 
+// BriefUpdater is an optional [Store] capability: the guarded updates of runs and sessions, returning only
+// the few fields that decide what follows a run's start or end instead of the whole record. A run's end is
+// the most frequent write a coordinator makes, and reading back every column of the run and of its
+// session costs a store about as much as the two updates (on SQLite, an UPDATE of a run takes about
+// 10 µs, with every column returned about 30). The coordinator uses it when its store has it.
+//
+// Each method is exactly its Store counterpart — the same guard, the same errors, the same changes,
+// AppendEvents included — except for what it returns.
+type BriefUpdater interface {
+	UpdateRunBrief(ctx context.Context, id string, from []RunStatus, runnerID string, u RunUpdate) (*RunBrief, error)
+	UpdateSessionBrief(ctx context.Context, id string, from []SessionStatus, u SessionUpdate) (*SessionBrief, error)
+}
+
+// RunBrief is the part of a run that a coordinator needs after it changed the run: which session it
+// belongs to, what it runs, how its caller is told of its end, and its holder and status after the change.
+type RunBrief struct {
+	ID          string
+	SessionID   string
+	AgentName   string
+	AgentType   AgentType
+	Mode        Mode
+	Status      RunStatus
+	RunnerID    string
+	CallbackURL string
+}
+
+// Brief returns the run's brief.
+func (r *Run) Brief() *RunBrief {
+	return &RunBrief{
+		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
+		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
+	}
+}
+
+// SessionBrief is the part of a session that a coordinator needs after it changed the session: what it
+// runs, whom it calls back, its status and its newest event after the change.
+type SessionBrief struct {
+	ID              string
+	AgentName       string
+	AgentType       AgentType
+	Status          SessionStatus
+	ParentSessionID string
+	LastEventSeq    int64
+}
+
+// Brief returns the session's brief.
+func (s *Session) Brief() *SessionBrief {
+	return &SessionBrief{
+		ID: s.ID, AgentName: s.AgentName, AgentType: s.AgentType, Status: s.Status,
+		ParentSessionID: s.ParentSessionID, LastEventSeq: s.LastEventSeq,
+	}
+}
+
+// updateRunBrief is tx.UpdateRun returning the run's brief, through the store's [BriefUpdater] when it
+// has one.
+func updateRunBrief(ctx context.Context, tx Store, id string, from []RunStatus, runnerID string, u RunUpdate) (*RunBrief, error) {
+	if b, ok := tx.(BriefUpdater); ok {
+		return b.UpdateRunBrief(ctx, id, from, runnerID, u)
+	}
+	r, err := tx.UpdateRun(ctx, id, from, runnerID, u)
+	if err != nil {
+		return nil, err
+	}
+	return r.Brief(), nil
+}
+
+// updateSessionBrief is tx.UpdateSession returning the session's brief, through the store's
+// [BriefUpdater] when it has one.
+func updateSessionBrief(ctx context.Context, tx Store, id string, from []SessionStatus, u SessionUpdate) (*SessionBrief, error) {
+	if b, ok := tx.(BriefUpdater); ok {
+		return b.UpdateSessionBrief(ctx, id, from, u)
+	}
+	s, err := tx.UpdateSession(ctx, id, from, u)
+	if err != nil {
+		return nil, err
+	}
+	return s.Brief(), nil
+}
+
 // RunnerFilter selects runners. Zero fields select everything.
 type RunnerFilter struct {
 	Statuses []RunnerStatus

@@ -108,6 +108,34 @@ func domains[R, T any](rows []R, domain func(*R) (T, error)) ([]T, error) {
 // UpdateRun applies u when the run's status is one of from (any, when from is empty) and, when runnerID
 // is set, the run is held by that runner.
 func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
+	q := runUpdate(id, from, runnerID, u)
+	var row runRow
+	if err := s.updatedRun(ctx, q.run(ctx, s, runColumns, &row), id, runnerID); err != nil {
+		return nil, err
+	}
+	return row.domain()
+}
+
+// UpdateRunBrief implements [orchestrator.BriefUpdater]: UpdateRun, returning only the columns of the
+// run's brief.
+func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.RunBrief, error) {
+	q := runUpdate(id, from, runnerID, u)
+	var row runRow
+	if err := s.updatedRun(ctx, q.run(ctx, s, runBriefColumns, &row), id, runnerID); err != nil {
+		return nil, err
+	}
+	return &orchestrator.RunBrief{
+		ID: row.ID, SessionID: row.SessionID, AgentName: row.AgentName, AgentType: orchestrator.AgentType(row.AgentType),
+		Mode: orchestrator.Mode(row.Mode), Status: orchestrator.RunStatus(row.Status), RunnerID: row.RunnerID,
+		CallbackURL: row.CallbackURL,
+	}, nil
+}
+
+// runBriefColumns are the columns of an [orchestrator.RunBrief].
+var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url"}
+
+// runUpdate is the guarded update of UpdateRun.
+func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) guardedUpdate {
 	q := guardedUpdate{table: "runs"}
 	if u.Status != nil {
 		q.set("status", string(*u.Status))
@@ -136,27 +164,23 @@ func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.Ru
 	if runnerID != "" {
 		q.whereEq("runner_id", runnerID)
 	}
-	var row runRow
-	return s.updatedRun(ctx, q.run(ctx, s, runColumns, &row), &row, id, runnerID)
+	return q
 }
 
-// updatedRun finishes a guarded update of run id: the updated row, or why the guard did not match —
-// ErrNotFound for a missing run, ErrConflict naming the holder or the status otherwise.
-func (s *Store) updatedRun(ctx context.Context, err error, row *runRow, id, runnerID string) (*orchestrator.Run, error) {
+// updatedRun finishes a guarded update of run id: nil when it changed the run, else why the guard did not
+// match — ErrNotFound for a missing run, ErrConflict naming the holder or the status otherwise.
+func (s *Store) updatedRun(ctx context.Context, err error, id, runnerID string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		cur, err := s.GetRun(ctx, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if runnerID != "" && cur.RunnerID != runnerID {
-			return nil, conflict("run", id, "is held by another runner")
+			return conflict("run", id, "is held by another runner")
 		}
-		return nil, conflict("run", id, "is "+string(cur.Status))
+		return conflict("run", id, "is "+string(cur.Status))
 	}
-	if err != nil {
-		return nil, wrap(err, "run", id)
-	}
-	return row.domain()
+	return wrap(err, "run", id)
 }
 
 // TakeStopRequests returns the runner's claimed or running runs with a stop requested and not sent (or

@@ -118,14 +118,36 @@ func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Select
 
 // UpdateSession applies u when the session's status is one of from (any, when from is empty).
 func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
+	var row sessionRow
+	if err := s.updateSession(ctx, id, from, u, sessionColumns, &row); err != nil {
+		return nil, err
+	}
+	return row.domain()
+}
+
+// UpdateSessionBrief implements [orchestrator.BriefUpdater]: UpdateSession, returning only the columns
+// of the session's brief.
+func (s *Store) UpdateSessionBrief(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.SessionBrief, error) {
+	var row sessionRow
+	if err := s.updateSession(ctx, id, from, u, sessionBriefColumns, &row); err != nil {
+		return nil, err
+	}
+	return &orchestrator.SessionBrief{
+		ID: row.ID, AgentName: row.AgentName, AgentType: orchestrator.AgentType(row.AgentType),
+		Status: orchestrator.SessionStatus(row.Status), ParentSessionID: row.ParentSessionID,
+		LastEventSeq: row.LastEventSeq,
+	}, nil
+}
+
+// sessionBriefColumns are the columns of an [orchestrator.SessionBrief].
+var sessionBriefColumns = []string{"id", "agent_name", "agent_type", "status", "parent_session_id", "last_event_seq"}
+
+// updateSession is UpdateSession, scanning the returning columns of the updated session into row.
+func (s *Store) updateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate, returning []string, row *sessionRow) error {
 	if len(u.AppendEvents) > 0 && !s.inTx {
-		var out *orchestrator.Session
-		err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
-			var err error
-			out, err = tx.UpdateSession(ctx, id, from, u)
-			return err
+		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
+			return tx.updateSession(ctx, id, from, u, returning, row)
 		})
-		return out, err
 	}
 	q := guardedUpdate{table: "sessions"}
 	if u.Status != nil {
@@ -144,7 +166,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 	case u.Result != nil:
 		b, err := marshalResult(u.Result)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		q.set("result", string(b))
 	case u.ClearResult:
@@ -174,30 +196,22 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 		statuses[i] = string(st)
 	}
 	q.whereIn("status", statuses)
-	var row sessionRow
-	out, err := s.updatedSession(ctx, q.run(ctx, s, sessionColumns, &row), &row, id)
-	if err != nil {
-		return nil, err
+	if err := s.updatedSession(ctx, q.run(ctx, s, returning, row), id); err != nil {
+		return err
 	}
-	if err := s.insertEvents(ctx, id, out.LastEventSeq, u.AppendEvents); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.insertEvents(ctx, id, row.LastEventSeq, u.AppendEvents)
 }
 
-// updatedSession finishes a guarded update of session id: the updated row, or why the guard did not
-// match — ErrNotFound for a missing session, ErrConflict otherwise.
-func (s *Store) updatedSession(ctx context.Context, err error, row *sessionRow, id string) (*orchestrator.Session, error) {
+// updatedSession finishes a guarded update of session id: nil when it changed the session, else why the
+// guard did not match — ErrNotFound for a missing session, ErrConflict otherwise.
+func (s *Store) updatedSession(ctx context.Context, err error, id string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.GetSession(ctx, id); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, conflict("session", id, "is not in an expected state")
+		return conflict("session", id, "is not in an expected state")
 	}
-	if err != nil {
-		return nil, wrap(err, "session", id)
-	}
-	return row.domain()
+	return wrap(err, "session", id)
 }
 
 // DeleteSession deletes the session with its runs (and their demanded tags), events and callbacks (as

@@ -96,7 +96,10 @@ type Store struct {
 	batch *batcher
 }
 
-var _ orchestrator.Store = (*Store)(nil)
+var (
+	_ orchestrator.Store        = (*Store)(nil)
+	_ orchestrator.BriefUpdater = (*Store)(nil)
+)
 
 // New opens the database named by dsn (see the package documentation), runs the migrations unless
 // cfg.SkipMigrations, and returns the store. cfg may be nil.

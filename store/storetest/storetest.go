@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Tx", testTx},
 		{"Times", testTimes},
 		{"Retention", testRetention},
+		{"Briefs", testBriefs},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
