@@ -27,9 +27,14 @@ import (
 //
 //	ORCHESTRATOR_TEST_POSTGRES_URL=… go test -run '^$' -bench . -benchtime 5000x ./e2e/scaleout/
 //
-// BENCH_PRODUCERS (default 8) sets the client goroutines creating runs, BENCH_CONCURRENCY (default 32) the
-// runner's MaxConcurrent; BENCH_NOTIFIER=0 leaves the PostgreSQL coordinator without its Notifier (a
+// BENCH_PRODUCERS (default 64) sets the client goroutines creating runs, BENCH_CONCURRENCY (default 128)
+// the runner's MaxConcurrent; BENCH_NOTIFIER=0 leaves the PostgreSQL coordinator without its Notifier (a
 // lone coordinator needs none). The PostgreSQL variants are skipped without ORCHESTRATOR_TEST_POSTGRES_URL.
+//
+// The defaults offer enough load to saturate the path, so runs/s is its capacity. With fewer producers
+// (each waits for its run's creation before it creates the next) or fewer slots (each is held until its
+// run's report is recorded) the figure is bound by those round trips instead: 8 producers and 32 slots,
+// the defaults until 2026-11-25, gave about a third less on SQLite (BENCHMARKS.md has the sweep).
 
 // benchStores are the stores compared: a SQLite WAL file, and a fresh PostgreSQL schema.
 func benchStores() []struct {
@@ -186,7 +191,7 @@ func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 	funcs := noopExecutor()
 	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
 		Coordinator: runnerSide, Executor: funcs, Blueprints: funcs.Blueprints(),
-		MaxConcurrent: envInt("BENCH_CONCURRENCY", 32),
+		MaxConcurrent: envInt("BENCH_CONCURRENCY", 128),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -197,7 +202,7 @@ func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 	defer func() { stop(); <-done }()
 	<-runner.Registered()
 
-	producers := envInt("BENCH_PRODUCERS", 8)
+	producers := envInt("BENCH_PRODUCERS", 64)
 	ids := make([]string, b.N)
 	var qc *queryCounter
 	if st, ok := watch.Store().(*sqlstore.Store); ok {
