@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,3 +111,34 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// envInt reads a positive integer from the environment, or returns def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// cpuMeter measures the CPU the benchmark process and its reaped children use from its start.
+type cpuMeter struct{ self, children syscall.Rusage }
+
+func startCPU() *cpuMeter {
+	var m cpuMeter
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &m.self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &m.children)
+	return &m
+}
+
+// report adds cpu-µs/run and child-cpu-µs/run to b's metrics.
+func (m *cpuMeter) report(b *testing.B) {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	used := func(a, b syscall.Rusage) float64 {
+		return float64(b.Utime.Nano()+b.Stime.Nano()-a.Utime.Nano()-a.Stime.Nano()) / 1e3
+	}
+	n := float64(b.N)
+	b.ReportMetric(used(m.self, self)/n, "cpu-µs/run")
+	b.ReportMetric(used(m.children, children)/n, "child-cpu-µs/run")
+}
