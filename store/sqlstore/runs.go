@@ -120,18 +120,16 @@ func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.Ru
 // run's brief.
 func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.RunBrief, error) {
 	q := runUpdate(id, from, runnerID, u)
-	var row runRow
-	if err := s.updatedRun(ctx, q.run(ctx, s, runBriefColumns, &row), id, runnerID); err != nil {
+	var b orchestrator.RunBrief
+	err := q.runInto(ctx, s, runBriefColumns,
+		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL)
+	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
 		return nil, err
 	}
-	return &orchestrator.RunBrief{
-		ID: row.ID, SessionID: row.SessionID, AgentName: row.AgentName, AgentType: orchestrator.AgentType(row.AgentType),
-		Mode: orchestrator.Mode(row.Mode), Status: orchestrator.RunStatus(row.Status), RunnerID: row.RunnerID,
-		CallbackURL: row.CallbackURL,
-	}, nil
+	return &b, nil
 }
 
-// runBriefColumns are the columns of an [orchestrator.RunBrief].
+// runBriefColumns are the columns of an [orchestrator.RunBrief], in the order of its fields.
 var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url"}
 
 // runUpdate is the guarded update of UpdateRun.

@@ -119,7 +119,11 @@ func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Select
 // UpdateSession applies u when the session's status is one of from (any, when from is empty).
 func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
 	var row sessionRow
-	if err := s.updateSession(ctx, id, from, u, sessionColumns, &row); err != nil {
+	err := s.updateSession(ctx, id, from, u, func(ctx context.Context, s *Store, q *guardedUpdate) (int64, error) {
+		err := q.run(ctx, s, sessionColumns, &row)
+		return row.LastEventSeq, err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return row.domain()
@@ -128,25 +132,28 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 // UpdateSessionBrief implements [orchestrator.BriefUpdater]: UpdateSession, returning only the columns
 // of the session's brief.
 func (s *Store) UpdateSessionBrief(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.SessionBrief, error) {
-	var row sessionRow
-	if err := s.updateSession(ctx, id, from, u, sessionBriefColumns, &row); err != nil {
+	var b orchestrator.SessionBrief
+	err := s.updateSession(ctx, id, from, u, func(ctx context.Context, s *Store, q *guardedUpdate) (int64, error) {
+		err := q.runInto(ctx, s, sessionBriefColumns,
+			&b.ID, &b.AgentName, &b.AgentType, &b.Status, &b.ParentSessionID, &b.LastEventSeq)
+		return b.LastEventSeq, err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return &orchestrator.SessionBrief{
-		ID: row.ID, AgentName: row.AgentName, AgentType: orchestrator.AgentType(row.AgentType),
-		Status: orchestrator.SessionStatus(row.Status), ParentSessionID: row.ParentSessionID,
-		LastEventSeq: row.LastEventSeq,
-	}, nil
+	return &b, nil
 }
 
-// sessionBriefColumns are the columns of an [orchestrator.SessionBrief].
+// sessionBriefColumns are the columns of an [orchestrator.SessionBrief], in the order of its fields.
 var sessionBriefColumns = []string{"id", "agent_name", "agent_type", "status", "parent_session_id", "last_event_seq"}
 
-// updateSession is UpdateSession, scanning the returning columns of the updated session into row.
-func (s *Store) updateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate, returning []string, row *sessionRow) error {
+// updateSession is UpdateSession; run executes the guarded update it builds (on the store it is given,
+// which is a transaction when events are appended) and returns the session's last event sequence.
+func (s *Store) updateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate,
+	run func(ctx context.Context, s *Store, q *guardedUpdate) (int64, error)) error {
 	if len(u.AppendEvents) > 0 && !s.inTx {
 		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
-			return tx.updateSession(ctx, id, from, u, returning, row)
+			return tx.updateSession(ctx, id, from, u, run)
 		})
 	}
 	q := guardedUpdate{table: "sessions"}
@@ -196,10 +203,11 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 		statuses[i] = string(st)
 	}
 	q.whereIn("status", statuses)
-	if err := s.updatedSession(ctx, q.run(ctx, s, returning, row), id); err != nil {
+	last, err := run(ctx, s, &q)
+	if err := s.updatedSession(ctx, err, id); err != nil {
 		return err
 	}
-	return s.insertEvents(ctx, id, row.LastEventSeq, u.AppendEvents)
+	return s.insertEvents(ctx, id, last, u.AppendEvents)
 }
 
 // updatedSession finishes a guarded update of session id: nil when it changed the session, else why the

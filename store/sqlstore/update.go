@@ -41,20 +41,40 @@ func (u *guardedUpdate) whereIn(col string, vs []string) {
 	}
 }
 
-// run executes the update and scans the updated row into dest; no matching row is sql.ErrNoRows.
-func (u *guardedUpdate) run(ctx context.Context, s *Store, returning []string, dest any) error {
+// query returns the update's statement, returning the columns named.
+func (u *guardedUpdate) query(returning []string) string {
 	if len(u.sets) == 0 {
 		u.sets = append(u.sets, "id = id") // nothing to change, but the guard is still checked
 	}
-	q := "UPDATE " + u.table + " SET " + strings.Join(u.sets, ", ") + " WHERE " + strings.Join(u.where, " AND ") +
+	return "UPDATE " + u.table + " SET " + strings.Join(u.sets, ", ") + " WHERE " + strings.Join(u.where, " AND ") +
 		" RETURNING " + strings.Join(returning, ", ")
-	if err := s.queryPrepared(ctx, q, append(u.args, u.wargs...), dest); err != nil {
+}
+
+// run executes the update and scans the updated row into dest, a row struct, through bun; no matching row
+// is sql.ErrNoRows.
+func (u *guardedUpdate) run(ctx context.Context, s *Store, returning []string, dest any) error {
+	if err := s.queryPrepared(ctx, u.query(returning), append(u.args, u.wargs...), dest); err != nil {
 		return err
 	}
 	if id := rowID(dest); id == "" {
 		return sql.ErrNoRows
 	}
 	return nil
+}
+
+// runInto executes the update and scans the returning columns of the updated row into dest, one
+// destination per column, as database/sql scans; no matching row is sql.ErrNoRows. It spares the few
+// columns of a brief bun's mapping of a row onto a struct, which costs more than scanning them.
+func (u *guardedUpdate) runInto(ctx context.Context, s *Store, returning []string, dest ...any) error {
+	args := append(u.args, u.wargs...)
+	if err := s.checkArgs(args); err != nil {
+		return err
+	}
+	stmt, err := s.prepared(ctx, u.query(returning))
+	if err != nil {
+		return err
+	}
+	return stmt.QueryRowContext(ctx, args...).Scan(dest...)
 }
 
 // rowID returns the id of a scanned run or session row, "" when nothing was scanned.
