@@ -117,3 +117,58 @@ func TestStopProbePlanPostgres(t *testing.T) {
 		}
 	}
 }
+
+// A run's guarded update (its start and end reports: by id, guarded by status and holder) must find the
+// run by its primary key, whatever the statistics were when it was prepared. Planned on a nearly empty
+// runs table, both planners took runs_runner by runner_id alone when the holder was a bare column, and
+// PostgreSQL kept that generic plan: each report read every run the runner had ever held.
+func TestRunUpdatePlanPostgres(t *testing.T) {
+	t.Parallel()
+	s := pgStore(t, "UTC")
+	ctx := t.Context()
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
+		SELECT 'run_' || i, 'ses_' || i, 'a', 'deterministic', 'start', 'claimed', 'lnch_a', now() FROM generate_series(1, 3) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := orchestrator.Now()
+	status, msg := orchestrator.RunCompleted, ""
+	q := runUpdate("run_2", orchestrator.RunStatusesBefore(status), "lnch_a", orchestrator.RunUpdate{Status: &status, Error: &msg, EndedAt: &now})
+	query := q.query(runBriefColumns)
+	args := append(q.args, q.wargs...)
+	if _, err := conn.ExecContext(ctx, "PREPARE run_update AS "+s.dialectSQL(query)); err != nil {
+		t.Fatal(err)
+	}
+	params := make([]string, len(args))
+	for i, a := range args {
+		params[i] = "'" + strings.ReplaceAll(a.(string), "'", "''") + "'"
+	}
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE run_update("+strings.Join(params, ", ")+")")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if text := strings.Join(plan, "\n"); !strings.Contains(text, "using runs_pkey on runs") {
+			t.Errorf("%s: the run's guarded update does not find the run by its primary key:\n%s", mode, text)
+		}
+	}
+}
