@@ -121,7 +121,8 @@ func TestStopProbePlanPostgres(t *testing.T) {
 // A run's guarded update (its start and end reports: by id, guarded by status and holder) must find the
 // run by its primary key, whatever the statistics were when it was prepared. Planned on a nearly empty
 // runs table, both planners took runs_runner by runner_id alone when the holder was a bare column, and
-// PostgreSQL kept that generic plan: each report read every run the runner had ever held.
+// PostgreSQL kept that generic plan until runs was next analysed: each report read every run the runner
+// had ever held.
 func TestRunUpdatePlanPostgres(t *testing.T) {
 	t.Parallel()
 	s := pgStore(t, "UTC")

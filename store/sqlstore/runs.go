@@ -162,9 +162,10 @@ func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orch
 	if runnerID != "" {
 		// An expression, not the bare column: it keeps the planners off runs_runner for this condition,
 		// so the run is found by its primary key. A prepared statement planned while runs was nearly
-		// empty saw both indexes as equally cheap and took runs_runner, matching runner_id alone (on
-		// PostgreSQL, the generic plan then stayed for the connection's life): every report then read all
-		// the runs the runner had ever held, each a little slower than the last.
+		// empty saw both indexes as equally cheap and took runs_runner, matching runner_id alone; on
+		// PostgreSQL that generic plan stayed until an ANALYZE of runs (autovacuum's, on a new database
+		// a minute or more later) invalidated it, and until then every report read all the runs the
+		// runner had ever held, each a little slower than the last.
 		q.where = append(q.where, "runner_id || '' = ?")
 		q.wargs = append(q.wargs, runnerID)
 	}
