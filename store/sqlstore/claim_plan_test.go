@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uptrace/bun"
+
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
@@ -79,41 +81,11 @@ func TestStopProbePlanSQLite(t *testing.T) {
 func TestStopProbePlanPostgres(t *testing.T) {
 	t.Parallel()
 	s := pgStore(t, "UTC")
-	ctx := t.Context()
-	conn, err := s.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
+	conn := planConn(t, s, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
 		SELECT 'run_' || i, 'ses_' || i, 'a', 'deterministic', 'start', 'completed', 'lnch_a', now() FROM generate_series(1, 50) AS i`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "PREPARE stop_probe(text) AS "+s.dialectSQL(stopProbeSQL)); err != nil {
-		t.Fatal(err)
-	}
-	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
-		if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE stop_probe('lnch_a')")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if text := strings.Join(plan, "\n"); !strings.Contains(text, "using runs_stop on runs") {
-			t.Errorf("%s: the stop probe does not search runs_stop:\n%s", mode, text)
+	for mode, plan := range preparedPlans(t, conn, "stop_probe", s.dialectSQL(stopProbeSQL), "'lnch_a'") {
+		if !strings.Contains(plan, "using runs_stop on runs") {
+			t.Errorf("%s: the stop probe does not search runs_stop:\n%s", mode, plan)
 		}
 	}
 }
@@ -126,34 +98,50 @@ func TestStopProbePlanPostgres(t *testing.T) {
 func TestRunUpdatePlanPostgres(t *testing.T) {
 	t.Parallel()
 	s := pgStore(t, "UTC")
-	ctx := t.Context()
-	conn, err := s.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
+	conn := planConn(t, s, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
 		SELECT 'run_' || i, 'ses_' || i, 'a', 'deterministic', 'start', 'claimed', 'lnch_a', now() FROM generate_series(1, 3) AS i`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := orchestrator.Now()
 	status, msg := orchestrator.RunCompleted, ""
 	q := runUpdate("run_2", orchestrator.RunStatusesBefore(status), "lnch_a", orchestrator.RunUpdate{Status: &status, Error: &msg, EndedAt: &now})
-	query := q.query(runBriefColumns)
-	args := append(q.args, q.wargs...)
-	if _, err := conn.ExecContext(ctx, "PREPARE run_update AS "+s.dialectSQL(query)); err != nil {
+	var params []string
+	for _, a := range append(q.args, q.wargs...) {
+		params = append(params, "'"+strings.ReplaceAll(a.(string), "'", "''")+"'")
+	}
+	for mode, plan := range preparedPlans(t, conn, "run_update", s.dialectSQL(q.query(runBriefColumns)), strings.Join(params, ", ")) {
+		if !strings.Contains(plan, "using runs_pkey on runs") {
+			t.Errorf("%s: the run's guarded update does not find the run by its primary key:\n%s", mode, plan)
+		}
+	}
+}
+
+// planConn returns a connection of s's pool, after running setup on it.
+func planConn(t *testing.T, s *Store, setup string) bun.Conn {
+	t.Helper()
+	conn, err := s.DB().Conn(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
-	params := make([]string, len(args))
-	for i, a := range args {
-		params[i] = "'" + strings.ReplaceAll(a.(string), "'", "''") + "'"
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), setup); err != nil {
+		t.Fatal(err)
 	}
+	return conn
+}
+
+// preparedPlans prepares query on conn as name and returns the plans PostgreSQL makes for executing it
+// with args (SQL literals), generic and custom, by plan_cache_mode.
+func preparedPlans(t *testing.T, conn bun.Conn, name, query, args string) map[string]string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := conn.ExecContext(ctx, "PREPARE "+name+" AS "+query); err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]string{}
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE run_update("+strings.Join(params, ", ")+")")
+		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE "+name+"("+args+")")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +156,7 @@ func TestRunUpdatePlanPostgres(t *testing.T) {
 		if err := rows.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if text := strings.Join(plan, "\n"); !strings.Contains(text, "using runs_pkey on runs") {
-			t.Errorf("%s: the run's guarded update does not find the run by its primary key:\n%s", mode, text)
-		}
+		plans[mode] = strings.Join(plan, "\n")
 	}
+	return plans
 }
