@@ -39,8 +39,9 @@ import (
 //
 // PostgreSQL: each probe locks its candidates FOR UPDATE SKIP LOCKED, so concurrent claimers pass over
 // each other's candidates instead of queueing behind them, and a candidate whose claim committed meanwhile
-// is re-checked (no longer pending) and passed over too. The UPDATE finds its rows by primary key alone:
-// the probes' locks guarantee they are still pending. The locks of candidates that lose to older ones last
+// is re-checked (no longer pending) and passed over too. The UPDATE finds its rows by their ids alone (by
+// primary key once runs has statistics; see buildClaimSQL): the probes' locks guarantee they are still
+// pending. The locks of candidates that lose to older ones last
 // until the statement ends, so a concurrent claim may find nothing but such rows: a claim that comes back
 // empty checks the probes without locks and, when they find candidates, claims again (up to claimRetries
 // times). An empty result therefore means nothing was claimable, not "everything was busy". A claim that
@@ -176,7 +177,10 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	set := "UPDATE runs SET status = " + arg(9) + ", runner_id = " + arg(1) + ", claimed_at = " + arg(10)
 	if pg {
 		// = ANY(ARRAY(…)) rather than IN (…): the candidates are computed once, as an init plan, and the
-		// UPDATE probes the primary key with them, whatever the planner guesses of the LIMIT.
+		// UPDATE probes the primary key with them, whatever the planner guesses of the LIMIT. One exception:
+		// planned while runs is a few pages (a new database), a sequential scan is cheaper than the ten
+		// probes the planner guesses, and PostgreSQL keeps that generic plan until runs is next analysed
+		// (autovacuum does it within a minute or two of the first writes; BENCHMARKS.md has the cost).
 		q.claim = set + " WHERE id = ANY(ARRAY(SELECT id FROM (" + union(arg(11), " FOR UPDATE SKIP LOCKED") + ") k" +
 			" ORDER BY created_at, id LIMIT " + arg(11) + ")) RETURNING " + returning
 	} else {
