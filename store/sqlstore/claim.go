@@ -41,10 +41,9 @@ import (
 // each other's candidates instead of queueing behind them, and a candidate whose claim committed meanwhile
 // is re-checked (no longer pending) and passed over too. The UPDATE finds its rows by their ids alone (by
 // primary key once runs has statistics; see buildClaimSQL): the probes' locks guarantee they are still
-// pending. The locks of candidates that lose to older ones last
-// until the statement ends, so a concurrent claim may find nothing but such rows: a claim that comes back
-// empty checks the probes without locks and, when they find candidates, claims again (up to claimRetries
-// times). An empty result therefore means nothing was claimable, not "everything was busy". A claim that
+// pending. The locks of candidates that lose to older ones last until the statement ends, so a concurrent
+// claim may find nothing but such rows: a claim that comes back empty checks the probes without locks and,
+// when they find candidates, claims again (up to claimRetries times). An empty result therefore means nothing was claimable, not "everything was busy". A claim that
 // took fewer than p.Max runs returns what it took.
 func (s *Store) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
 	if s.batch != nil && !s.inTx {
