@@ -722,6 +722,13 @@ func (e *echoRunner) records(t *testing.T, sessionID string) []promptRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runner may be appending a line as this reads: only lines it has finished (newline-terminated)
+	// count.
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
 	var out []promptRecord
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		if len(line) == 0 {
