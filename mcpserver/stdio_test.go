@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +93,11 @@ func connectStdio(t *testing.T, coordinatorURL, token string, args ...string) *m
 		t.Fatalf("connect to mcp-stdio: %v\nstderr:\n%s", err, stderr)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			dumpStacks(t, cmd, stderr)
+			_ = cs.Close()
+			return
+		}
 		if err := cs.Close(); err != nil {
 			t.Errorf("mcp-stdio did not exit cleanly: %v\nstderr:\n%s", err, stderr)
 		}
@@ -98,6 +106,23 @@ func connectStdio(t *testing.T, coordinatorURL, token string, args ...string) *m
 		}
 	})
 	return cs
+}
+
+// dumpStacks logs, for a failed test, the goroutines of the mcp-stdio child (SIGQUIT makes the Go
+// runtime print them to stderr and exit) and of this process, which serves the coordinator: a call that
+// hangs shows where.
+func dumpStacks(t *testing.T, cmd *exec.Cmd, stderr *lockedBuffer) {
+	t.Helper()
+	if cmd.Process != nil && cmd.ProcessState == nil {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(stderr.String(), "goroutine ") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var own bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&own, 2)
+	t.Logf("mcp-stdio stderr:\n%s\ntest process goroutines:\n%s", stderr, own.String())
 }
 
 // TestStdio runs every tool through the examples/mcp-stdio binary, which serves the same MCP server over
