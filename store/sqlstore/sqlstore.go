@@ -18,6 +18,11 @@
 // use a pool of their own, which WAL lets run beside the writer. ":memory:" (and any in-memory URI) is
 // one database on one connection.
 //
+// A goroutine checkpoints a SQLite file's WAL in the background, beside the writer. Under sustained
+// writes that alone never lets the WAL start over, so once it holds more than [Config.MaxWALBytes] the
+// writer itself finishes a checkpoint between two commits, pausing a few milliseconds (checkpoint.go): the
+// WAL, and the time a crash's recovery takes to replay it, stays about that size.
+//
 // # Schema
 //
 // The schema is created and upgraded by embedded migrations (bun/migrate) when the store opens. On
@@ -73,6 +78,10 @@ type Config struct {
 	// SkipMigrations leaves the schema alone at open, for deployments that migrate separately (see
 	// [Store.Migrate]). Default: false, migrations run in [New].
 	SkipMigrations bool
+	// MaxWALBytes bounds a SQLite file's write-ahead log under sustained writes: past it the writer
+	// pauses between two commits to finish a checkpoint, so that the log starts over (see the package
+	// documentation); the store sets journal_size_limit to it too. Default: [DefaultMaxWALBytes], 64 MiB.
+	MaxWALBytes int64
 }
 
 // Store is an [orchestrator.Store] on SQLite or PostgreSQL. It is safe for concurrent use.
@@ -185,7 +194,11 @@ func openSQLite(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 			return nil, err
 		}
 		s.r, s.dbR, s.readStmts = r, r, newStmtCache()
-		stop, err := s.startCheckpointer()
+		maxWAL := cfg.MaxWALBytes
+		if maxWAL <= 0 {
+			maxWAL = DefaultMaxWALBytes
+		}
+		stop, err := s.startCheckpointer(maxWAL)
 		if err != nil {
 			r.Close()
 			w.Close()

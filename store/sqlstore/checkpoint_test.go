@@ -1,0 +1,78 @@
+package sqlstore_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+// walRestarts reads the checkpoint sequence number of a WAL's header, which SQLite raises each time it
+// starts the WAL over.
+func walRestarts(t *testing.T, path string) uint32 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var header [32]byte
+	if _, err := f.ReadAt(header[:], 0); err != nil {
+		t.Fatalf("read the WAL header: %v", err)
+	}
+	return binary.BigEndian.Uint32(header[12:16])
+}
+
+// Under writes that never pause, the background checkpoints alone never let SQLite start the WAL over;
+// past MaxWALBytes the writer finishes a checkpoint itself and the WAL starts over again and again.
+func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s, err := sqlstore.New(context.Background(), path, &sqlstore.Config{MaxWALBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	wrote := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; ctx.Err() == nil && err == nil; i++ {
+			now := orchestrator.Now()
+			err = s.CreateSession(ctx, &orchestrator.Session{ID: fmt.Sprintf("ses_%08d", i), AgentName: "a",
+				AgentType: orchestrator.AgentTypeDeterministic, Status: orchestrator.SessionPending,
+				Parameters: []byte(`{"padding":"` + fmt.Sprintf("%0500d", i) + `"}`), CreatedAt: now, UpdatedAt: now})
+		}
+		if ctx.Err() != nil {
+			err = nil
+		}
+		wrote <- err
+	}()
+
+	first := walRestarts(t, path+"-wal")
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for walRestarts(t, path+"-wal")-first < 3 {
+		select {
+		case err := <-wrote:
+			t.Fatalf("writes stopped: %v", err)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL started over %d times in 30 s of writes, want 3", walRestarts(t, path+"-wal")-first)
+		}
+	}
+	stop()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}
