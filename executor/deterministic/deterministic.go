@@ -162,7 +162,7 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 		Env:       env,
 		Dir:       inv.ProjectDir,
 		Stdin:     stdinPayload(inv.Parameters),
-		Stdout:    func(r io.Reader) { _, _ = io.Copy(stdout, r) },
+		Stdout:    func(r io.Reader) { _, _ = proc.Drain(stdout, r) },
 		Stderr:    pump.Read,
 		Timeout:   inv.Blueprint.Timeout(),
 		StopGrace: e.cfg.StopGrace,
@@ -211,7 +211,7 @@ func stdinPayload(params json.RawMessage) []byte {
 	return append(bytes.Clone(p), '\n')
 }
 
-// capture keeps the first limit bytes written to it and counts the rest. It never fails, so io.Copy keeps
+// capture keeps the first limit bytes written to it and counts the rest. It never fails, so Drain keeps
 // draining the pipe: a program is never blocked on a full stdout.
 type capture struct {
 	limit     int64

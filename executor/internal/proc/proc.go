@@ -210,6 +210,18 @@ func terminate(grp group, waited <-chan error, grace time.Duration, log *slog.Lo
 	return <-waited
 }
 
+// copyBuffers are the buffers [Drain] copies through.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// Drain copies r to w until EOF or an error, through a pooled buffer. io.Copy from a pipe (an *os.File)
+// allocates a 32 KiB buffer each time, for output that is often a few bytes.
+func Drain(w io.Writer, r io.Reader) (int64, error) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	// Hide the file's WriteTo, which io.CopyBuffer would prefer to the buffer given.
+	return io.CopyBuffer(w, struct{ io.Reader }{r}, *buf)
+}
+
 func consume(r io.Reader, fn func(io.Reader)) {
 	if fn == nil {
 		_, _ = io.Copy(io.Discard, r)

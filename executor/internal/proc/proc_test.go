@@ -2,9 +2,12 @@ package proc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +85,35 @@ func TestPumpFinishWithoutRead(t *testing.T) {
 	}
 	if p.maxLine != MinStderrLine {
 		t.Errorf("maxLine = %d, want it raised to %d", p.maxLine, MinStderrLine)
+	}
+}
+
+// A pump reuses the reader of an earlier one (pooled): nothing the earlier one left buffered, such as a
+// last line without its newline, reaches the next.
+func TestPumpReaderReuse(t *testing.T) {
+	lines := func(input string) []string {
+		var got []string
+		p := NewStderrPump("ses_x", MinStderrLine, nil)
+		p.Start(t.Context(), orchestrator.EventSinkFunc(func(_ context.Context, events ...orchestrator.Event) error {
+			for _, e := range events {
+				var d stderrData
+				if err := json.Unmarshal(e.Data, &d); err != nil {
+					t.Error(err)
+				}
+				got = append(got, d.Line)
+			}
+			return nil
+		}))
+		p.Read(strings.NewReader(input))
+		p.Finish()
+		return got
+	}
+	for range 3 {
+		if got := lines("a\n" + strings.Repeat("x", 2*MinStderrLine)); len(got) != 2 || got[0] != "a" {
+			t.Fatalf("first pump's lines = %q", got)
+		}
+		if got := lines("b\nc"); !slices.Equal(got, []string{"b", "c"}) {
+			t.Fatalf("next pump's lines = %q, want [b c]", got)
+		}
 	}
 }

@@ -109,7 +109,17 @@ func (p *StderrPump) Finish() {
 // Read queues r's lines until EOF (or until r is closed under it).
 func (p *StderrPump) Read(r io.Reader) {
 	defer p.eofOnce.Do(func() { close(p.eof) })
-	br := bufio.NewReaderSize(r, p.maxLine)
+	pool := readerPool(p.maxLine)
+	br, _ := pool.Get().(*bufio.Reader)
+	if br == nil {
+		br = bufio.NewReaderSize(r, p.maxLine)
+	} else {
+		br.Reset(r)
+	}
+	defer func() {
+		br.Reset(nil)
+		pool.Put(br)
+	}()
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {
@@ -147,6 +157,20 @@ func (p *StderrPump) Read(r io.Reader) {
 			p.signal()
 		}
 	}
+}
+
+// readerPools keeps the stderr readers of ended runs for the next ones, a pool per line limit: each holds
+// a buffer of the limit's size (16 KiB by default), and allocating it for every run was, with the stdout
+// buffer ([Drain]), a third of the bytes a short deterministic run allocated. Lines leave the buffer as
+// copies, so a reader can be reused as soon as Read returns.
+var readerPools sync.Map // line limit → *sync.Pool of *bufio.Reader
+
+func readerPool(size int) *sync.Pool {
+	if p, ok := readerPools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := readerPools.LoadOrStore(size, new(sync.Pool))
+	return p.(*sync.Pool)
 }
 
 // lineBuffered reports whether another complete line is already buffered, so that lines which arrived
