@@ -20,8 +20,8 @@
 //
 // A goroutine checkpoints a SQLite file's WAL in the background, beside the writer. Under sustained
 // writes that alone never lets the WAL start over, so once it holds more than [Config.MaxWALBytes] the
-// writer itself finishes a checkpoint between two commits, pausing a few milliseconds (checkpoint.go): the
-// WAL, and the time a crash's recovery takes to replay it, stays about that size.
+// writer itself finishes a checkpoint between two commits, which holds writers for up to a few tens of
+// milliseconds (checkpoint.go): the WAL, and what a crash's recovery replays, stays about that size.
 //
 // # Schema
 //
