@@ -182,8 +182,15 @@ func (c *LocalCoordinator) PollWork(ctx context.Context, p PollParams) (*Work, e
 		return nil, Errorf(ErrInvalid, "invalid_request", "max must not be negative")
 	}
 	wait := min(max(p.Wait, 0), c.cfg.PollTimeout)
+	// A poll for runs wakes for work pinned to its runner, for unpinned work and for stops. A full
+	// runner's poll (Max 0) takes stops only: waking it for every new run, as each creation would while
+	// the runner is busy, would cost a look at the store for nothing.
+	key, key2 := runnerKey(p.RunnerID), anyRunnerKey
+	if p.Max == 0 {
+		key, key2 = runnerStopsKey(p.RunnerID), ""
+	}
 	var work *Work
-	done, err := c.await(ctx, wait, runnerKey(p.RunnerID), anyRunnerKey, func() (bool, error) {
+	done, err := c.await(ctx, wait, key, key2, func() (bool, error) {
 		var err error
 		work, err = c.pollOnce(ctx, p)
 		return err == nil && !work.Empty(), err

@@ -725,6 +725,7 @@ func (c *LocalCoordinator) StopRun(ctx context.Context, id string) (*Run, error)
 				return nil, err
 			}
 			c.wake(runnerKey(run.RunnerID))
+			c.wake(runnerStopsKey(run.RunnerID))
 		}
 	}
 	return c.GetRun(ctx, id)

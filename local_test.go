@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,6 +288,70 @@ func TestPollWakesWhenRunArrives(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a parked poll was not woken by a new run")
+	}
+}
+
+// lookCountingStore counts the store look-ups a runner's poll makes, one GetRunner per look.
+type lookCountingStore struct {
+	orchestrator.Store
+	looks atomic.Int64
+}
+
+func (s *lookCountingStore) GetRunner(ctx context.Context, id string) (*orchestrator.RunnerInfo, error) {
+	s.looks.Add(1)
+	return s.Store.GetRunner(ctx, id)
+}
+
+// TestFullRunnersPollWakesForStopsOnly: a poll with no free slot (Max 0) can take stops only, so new
+// runs, which wake polls for runs, must not make it look again; a stop does.
+func TestFullRunnersPollWakesForStopsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	counted := &lookCountingStore{Store: st}
+	c, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: counted, PollTimeout: time.Minute})
+	if err != nil {
+		t.Fatalf("NewCoordinator: %v", err)
+	}
+	a := register(t, c, "host-a", crawler())
+	held := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	if w := poll(t, c, a.RunnerID, 1); len(w.Runs) != 1 {
+		t.Fatalf("poll: %+v", w)
+	}
+
+	before := counted.looks.Load()
+	got := make(chan *orchestrator.Work, 1)
+	go func() {
+		w, err := c.PollWork(ctx, orchestrator.PollParams{RunnerID: a.RunnerID, Wait: time.Minute, Max: 0})
+		if err != nil {
+			t.Errorf("PollWork: %v", err)
+		}
+		got <- w
+	}()
+	for counted.looks.Load() == before { // parked after its first look
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
+	}
+	time.Sleep(50 * time.Millisecond) // time for a wrongly woken poll to look again
+	if _, err := c.StopRun(ctx, held.RunID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-got:
+		if len(w.Stop) != 1 || w.Stop[0] != held.SessionID || len(w.Runs) != 0 {
+			t.Fatalf("parked poll returned %+v, want only the stop of %s", w, held.SessionID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a full runner's parked poll was not woken by a stop")
+	}
+	if n := counted.looks.Load() - before; n != 2 {
+		t.Errorf("the poll looked %d times, want 2: once on arrival, once for the stop", n)
 	}
 }
 

@@ -70,4 +70,8 @@ func runnerKey(id string) string  { return "r:" + id }
 func sessionKey(id string) string { return "s:" + id }
 func eventsKey(id string) string  { return "e:" + id }
 
+// runnerStopsKey wakes a full runner's poll, which takes stop requests alone. A stop wakes runnerKey
+// too, the key a poll for runs waits on.
+func runnerStopsKey(id string) string { return "x:" + id }
+
 const anyRunnerKey = "r:*"
