@@ -3,12 +3,10 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
-	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
 // plainStore hides every optional capability of the store it wraps (orchestrator.BriefUpdater among
@@ -35,11 +33,7 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := newStore(t)
 			var store orchestrator.Store = st
 			if plain {
 				store = plainStore{st}
@@ -47,10 +41,7 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 			if _, ok := store.(orchestrator.BriefUpdater); ok == plain {
 				t.Fatalf("store is a BriefUpdater: %v, want %v", ok, !plain)
 			}
-			c, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store, WebhookSecret: []byte("s")})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := newCoordinator(t, orchestrator.CoordinatorConfig{Store: store, WebhookSecret: []byte("s")})
 			createAgent(t, c, "orchestrator")
 			a := register(t, c, "host-a", crawler())
 			ai := registerAI(t, c, "host-ai")

@@ -17,16 +17,23 @@ import (
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
-// newCoordinator returns a coordinator over a fresh SQLite file store.
-func newCoordinator(t *testing.T, cfg orchestrator.CoordinatorConfig) *orchestrator.LocalCoordinator {
+// newStore opens a fresh SQLite file store, closed when the test ends.
+func newStore(t *testing.T) *sqlstore.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
+	st, err := sqlstore.New(context.Background(), filepath.Join(t.TempDir(), "o.db"), nil)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg.Store = st
+	return st
+}
+
+// newCoordinator returns a coordinator over cfg.Store, or over a fresh SQLite file store if it is nil.
+func newCoordinator(t *testing.T, cfg orchestrator.CoordinatorConfig) *orchestrator.LocalCoordinator {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = newStore(t)
+	}
 	c, err := orchestrator.NewCoordinator(cfg)
 	if err != nil {
 		t.Fatalf("NewCoordinator: %v", err)
@@ -307,16 +314,8 @@ func (s *lookCountingStore) GetRunner(ctx context.Context, id string) (*orchestr
 func TestFullRunnersPollWakesForStopsOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	counted := &lookCountingStore{Store: st}
-	c, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: counted, PollTimeout: time.Minute})
-	if err != nil {
-		t.Fatalf("NewCoordinator: %v", err)
-	}
+	counted := &lookCountingStore{Store: newStore(t)}
+	c := newCoordinator(t, orchestrator.CoordinatorConfig{Store: counted, PollTimeout: time.Minute})
 	a := register(t, c, "host-a", crawler())
 	held := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
 	if w := poll(t, c, a.RunnerID, 1); len(w.Runs) != 1 {
