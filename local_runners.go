@@ -175,8 +175,8 @@ func (c *LocalCoordinator) ListRunners(ctx context.Context) ([]*RunnerInfo, erro
 
 // PollWork hands the runner stop requests for runs it holds and up to p.Max runs it can execute. With
 // nothing to hand out it parks until a matching run or a stop arrives — it is woken at once, there is no
-// interval polling — or until p.Wait (capped at PollTimeout) elapses. A stale runner gets stops but no
-// new runs.
+// interval polling — or until p.Wait (capped at PollTimeout) elapses; with p.Max 0 (a full runner) it
+// waits for stops alone. A stale runner gets stops but no new runs.
 func (c *LocalCoordinator) PollWork(ctx context.Context, p PollParams) (*Work, error) {
 	if p.Max < 0 {
 		return nil, Errorf(ErrInvalid, "invalid_request", "max must not be negative")
