@@ -42,13 +42,7 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 				t.Fatalf("store is a BriefUpdater: %v, want %v", ok, !plain)
 			}
 			c := newCoordinator(t, orchestrator.CoordinatorConfig{Store: store, WebhookSecret: []byte("s")})
-			createAgent(t, c, "orchestrator")
-			a := register(t, c, "host-a", crawler())
-			ai := registerAI(t, c, "host-ai")
-
-			parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "crawl"})
-			poll(t, c, ai.RunnerID, 1)
-			report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunRunning})
+			a, ai, parent := runningParent(t, c, "crawl")
 
 			// A child that calls its parent back and has a webhook ends with a reported result.
 			child := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeAsyncCallback,

@@ -501,17 +501,24 @@ func TestStop(t *testing.T) {
 	}
 }
 
+// runningParent sets up the callback scenario: an orchestrator agent on an AI runner with its session's
+// run started, and runner a offering the web crawler its children run on.
+func runningParent(t *testing.T, c orchestrator.Coordinator, prompt string) (a, ai *orchestrator.Registration, parent *orchestrator.StartRunResult) {
+	t.Helper()
+	createAgent(t, c, "orchestrator")
+	a = register(t, c, "host-a", crawler())
+	ai = registerAI(t, c, "host-ai")
+	parent = start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: prompt})
+	poll(t, c, ai.RunnerID, 1)
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunRunning})
+	return a, ai, parent
+}
+
 func TestCallbacksAreDeliveredTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	createAgent(t, c, "orchestrator")
-	a := register(t, c, "host-a", crawler())
-	ai := registerAI(t, c, "host-ai")
-
-	parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "crawl two sites"})
-	poll(t, c, ai.RunnerID, 1)
-	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunRunning})
+	a, ai, parent := runningParent(t, c, "crawl two sites")
 
 	// Two children end while the parent runs.
 	var children []string
@@ -561,12 +568,7 @@ func TestCallbackResumesIdleParentAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCoordinator(t, orchestrator.CoordinatorConfig{})
-	createAgent(t, c, "orchestrator")
-	a := register(t, c, "host-a", crawler())
-	ai := registerAI(t, c, "host-ai")
-	parent := start(t, c, orchestrator.StartRunParams{AgentName: "orchestrator", Prompt: "crawl"})
-	poll(t, c, ai.RunnerID, 1)
-	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunRunning})
+	a, ai, parent := runningParent(t, c, "crawl")
 	child := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeAsyncCallback,
 		ParentSessionID: parent.SessionID, Parameters: json.RawMessage(`{"url":"https://one.example"}`)})
 	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: parent.RunID, Status: orchestrator.RunCompleted})
