@@ -1,7 +1,10 @@
 package webhook_test
 
 import (
+	"go/parser"
+	"go/token"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,4 +162,30 @@ func containsField(list, want string) bool {
 		}
 	}
 	return false
+}
+
+// TestStandardLibraryOnly: receivers import this package alone, so it must stay a leaf that pulls in
+// nothing but the standard library.
+func TestStandardLibraryOnly(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: package webhook must use the standard library only", name, path)
+			}
+		}
+	}
 }

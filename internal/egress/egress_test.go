@@ -206,3 +206,29 @@ func TestDialRefusesAfterResolution(t *testing.T) {
 		t.Errorf("dial with the base dialer's Control: err %v, saw %q; want its error after seeing the address", err, seen)
 	}
 }
+
+// FuzzCheckURL: CheckURL never panics, and never accepts user info, or a literal address that is not
+// public, when nothing is allow-listed.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1/", "http://[::ffff:10.0.0.1]:80/x", "https://u:p@h.example/",
+		"http://[fe80::1%25en0]/", "http://LOCALHOST./", "http://0x7f.1/", "http://2130706433/", "http://h.example:99999/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		if (*Policy)(nil).CheckURL(u) != nil {
+			return
+		}
+		if u.User != nil {
+			t.Fatalf("accepted user info in %q", raw)
+		}
+		if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+			if reason, public := Classify(a); !public {
+				t.Fatalf("accepted %q, whose host is %s", raw, reason)
+			}
+		}
+	})
+}
