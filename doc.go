@@ -37,7 +37,9 @@
 // in async_callback mode ends, a callback is written in the same transaction, and its parent AI session is
 // resumed with the child's result — at once if the parent is idle, else together with every other callback
 // when the parent's current run ends. Callers outside the system may give a callback_url instead: the
-// outcome is POSTed there, signed ([SignWebhook], [VerifyWebhook]) and retried.
+// outcome is POSTed there, signed as Standard Webhooks specifies (receivers verify it with package
+// [github.com/agentorchestrator/orchestrator/webhook]) and retried; deliveries reach public addresses
+// only, unless [CoordinatorConfig].WebhookAllowHosts opens others.
 //
 // # Embedding
 //

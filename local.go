@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/egress"
+	"github.com/agentorchestrator/orchestrator/webhook"
 )
 
 // CoordinatorConfig configures a [LocalCoordinator]. Zero values take the documented defaults.
@@ -48,16 +51,32 @@ type CoordinatorConfig struct {
 	// and callbacks, in batches. Default: off (keep everything).
 	Retention time.Duration
 
-	// WebhookSecret signs the deliveries to runs' callback_url (HMAC-SHA256, see [SignWebhook]). Runs
-	// with a callback_url are refused while it is empty: an unsigned callback could be forged by anyone.
+	// WebhookSecret signs the deliveries to runs' callback_url as Standard Webhooks specifies (see package
+	// [github.com/agentorchestrator/orchestrator/webhook]): "whsec_" + base64 stands for the key it
+	// decodes to, anything else is used as its own bytes. Runs with a callback_url are refused while it is
+	// empty: an unsigned callback could be forged by anyone.
 	WebhookSecret []byte
-	// WebhookClient makes webhook deliveries. Default: an http.Client without redirects.
+	// WebhookAllowHosts opens destinations that deliveries otherwise refuse. A callback_url is chosen by a
+	// client, so by default deliveries reach public addresses only: loopback, private, link-local,
+	// carrier-grade NAT, unique-local, multicast and other special-purpose addresses are refused — checked
+	// on the address actually connected to, after DNS resolution — and so is a callback_url with user info.
+	// Each entry is a host name, matched exactly ("hooks.internal", "localhost"), an IP address
+	// ("127.0.0.1") or a CIDR prefix ("10.1.0.0/16"). Default: none.
+	WebhookAllowHosts []string
+	// WebhookClient makes webhook deliveries. Default: a client that does not follow redirects, uses no
+	// proxy, and refuses destinations WebhookAllowHosts does not open when it connects. A client given
+	// here is used as it is: the destination check when connecting is then its own business (StartRun
+	// still refuses what a callback_url shows to be off-limits).
 	WebhookClient *http.Client
 	// WebhookTimeout bounds one delivery attempt. Default 10s.
 	WebhookTimeout time.Duration
 	// WebhookMaxAttempts is how many times a delivery is tried before it is given up (retries back off
 	// exponentially from 1s to 10 minutes). Default 12.
 	WebhookMaxAttempts int
+	// WebhookConcurrency bounds how many deliveries are in flight at once. Each delivery is independent:
+	// a receiver that never answers holds one slot for up to WebhookTimeout, and the others go on.
+	// Default 64.
+	WebhookConcurrency int
 
 	// Notifier carries wake-ups between coordinator replicas that share one store, so a runner parked on one
 	// replica is woken by a run created through another. Nil: this coordinator is the only one.
@@ -148,8 +167,12 @@ type LocalCoordinator struct {
 	notify  *notifier
 	// agents caches StartRun's agent lookups (nil when CoordinatorConfig.AgentCacheTTL is negative).
 	agents *agentCache
-	// webhookKick wakes the webhook deliverer when this coordinator queued a delivery.
+	// webhookKick wakes the webhook deliverer when this coordinator queued a delivery or one ended.
 	webhookKick chan struct{}
+	// webhookSlots holds a token per delivery in flight (capacity: WebhookConcurrency).
+	webhookSlots chan struct{}
+	// egress is the destination policy of webhook deliveries (WebhookAllowHosts).
+	egress *egress.Policy
 	// noMatchPages and parkPages are where the no-match sweep's two checks go on reading pending runs.
 	noMatchPages, parkPages sweepPages
 
@@ -161,6 +184,7 @@ type LocalCoordinator struct {
 var (
 	_ Coordinator   = (*LocalCoordinator)(nil)
 	_ BatchReporter = (*LocalCoordinator)(nil)
+	_ WriteChecker  = (*LocalCoordinator)(nil)
 )
 
 // NewCoordinator returns a coordinator over cfg.Store.
@@ -187,8 +211,21 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 	if cfg.WebhookMaxAttempts <= 0 {
 		cfg.WebhookMaxAttempts = 12
 	}
+	if cfg.WebhookConcurrency <= 0 {
+		cfg.WebhookConcurrency = 64
+	}
+	egressPolicy, err := egress.NewPolicy(cfg.WebhookAllowHosts)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: WebhookAllowHosts: %w", err)
+	}
 	if cfg.WebhookClient == nil {
-		cfg.WebhookClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		cfg.WebhookClient = webhookClient(egressPolicy)
+	}
+	if len(cfg.WebhookSecret) > 0 {
+		// Sign refuses only a malformed "whsec_" secret: better said now than at the first delivery.
+		if _, err := webhook.Sign(string(cfg.WebhookSecret), "wh_check", time.Unix(0, 0), nil); err != nil {
+			return nil, fmt.Errorf("orchestrator: WebhookSecret: %w", err)
+		}
 	}
 	if cfg.StaleAfter > cfg.OfflineAfter {
 		return nil, fmt.Errorf("orchestrator: StaleAfter (%s) must not exceed OfflineAfter (%s)", cfg.StaleAfter, cfg.OfflineAfter)
@@ -207,7 +244,9 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 		schemas: NewSchemaCache(1024),
 		notify:  newNotifier(),
 
-		webhookKick: make(chan struct{}, 1),
+		webhookKick:  make(chan struct{}, 1),
+		webhookSlots: make(chan struct{}, cfg.WebhookConcurrency),
+		egress:       egressPolicy,
 	}
 	if cfg.AgentCacheTTL > 0 {
 		c.agents = newAgentCache(cfg.AgentCacheTTL)
@@ -358,4 +397,13 @@ func (c *LocalCoordinator) await(ctx context.Context, wait time.Duration, key, k
 		release()
 		release2()
 	}
+}
+
+// CheckWrite implements [WriteChecker] with the store's own check; a store without one is taken to be
+// able to write.
+func (c *LocalCoordinator) CheckWrite(ctx context.Context) error {
+	if wc, ok := c.store.(WriteChecker); ok {
+		return wc.CheckWrite(ctx)
+	}
+	return nil
 }

@@ -41,7 +41,8 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 			if _, ok := store.(orchestrator.BriefUpdater); ok == plain {
 				t.Fatalf("store is a BriefUpdater: %v, want %v", ok, !plain)
 			}
-			c := newCoordinator(t, orchestrator.CoordinatorConfig{Store: store, WebhookSecret: []byte("s")})
+			c := newCoordinator(t, orchestrator.CoordinatorConfig{Store: store, WebhookSecret: []byte("s"),
+				WebhookAllowHosts: []string{"127.0.0.1"}})
 			a, ai, parent := runningParent(t, c, "crawl")
 
 			// A child that calls its parent back and has a webhook ends with a reported result.

@@ -167,8 +167,12 @@ func (c *LocalCoordinator) checkRunInputs(p *StartRunParams) error {
 	}
 	if p.CallbackURL != "" {
 		u, err := url.Parse(p.CallbackURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(p.CallbackURL) > 2048 {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || len(p.CallbackURL) > 2048 {
 			return Errorf(ErrInvalid, "invalid_request", "callback_url must be an absolute http or https URL")
+		}
+		// What the URL shows is refused now; where a name leads is checked when the delivery connects.
+		if err := c.egress.CheckURL(u); err != nil {
+			return Errorf(ErrInvalid, "callback_url_refused", "callback_url: %v", err)
 		}
 		if len(c.cfg.WebhookSecret) == 0 {
 			return Errorf(ErrInvalid, "callback_url_unavailable",

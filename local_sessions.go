@@ -7,6 +7,8 @@ import (
 	"errors"
 	"regexp"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/wellformed"
 )
 
 // GetSession returns a session.
@@ -146,6 +148,11 @@ func (c *LocalCoordinator) AppendEvents(ctx context.Context, sessionID string, e
 		}
 		if data[0] != '{' || !json.Valid(data) {
 			return nil, Errorf(ErrInvalid, "invalid_event", "event %d: data must be a JSON object", i)
+		}
+		// Stored as it came and served back to every reader: it must be text every store and JSON reader
+		// takes (json.Valid does not check UTF-8).
+		if err := wellformed.JSON(data); err != nil {
+			return nil, Errorf(ErrInvalid, "invalid_encoding", "event %d: data %v", i, err)
 		}
 		if e.Type == EventExecutorSession {
 			var d struct {

@@ -8,14 +8,16 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
-)
 
-// webhookBatch is how many due webhooks one pass leases and delivers concurrently.
-const webhookBatch = 16
+	"github.com/agentorchestrator/orchestrator/internal/egress"
+	"github.com/agentorchestrator/orchestrator/webhook"
+)
 
 // queueWebhook records, inside the transaction that ends run, the delivery of the session's outcome to
 // the run's callback_url.
@@ -43,13 +45,28 @@ func (c *LocalCoordinator) kickWebhooks() {
 	}
 }
 
-// webhookLoop delivers due webhooks: at once when this coordinator queued one, and every second for
-// retries and for webhooks other replicas queued.
+// webhookLoop delivers due webhooks: at once when this coordinator queued one, when a delivery ends
+// (its slot is free again), and every second for retries and for webhooks other replicas queued. It never
+// waits for a delivery to end, so a receiver that hangs delays no one else's webhook; on return it waits
+// for the deliveries in flight, which end with ctx.
 func (c *LocalCoordinator) webhookLoop(ctx context.Context) {
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		c.DeliverWebhooks(ctx)
+		for ctx.Err() == nil {
+			n, err := c.startDueWebhooks(ctx, &inflight, false)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Error("claim webhooks", "err", err)
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -59,28 +76,71 @@ func (c *LocalCoordinator) webhookLoop(ctx context.Context) {
 	}
 }
 
-// DeliverWebhooks delivers every webhook that is due now and returns when none is left. Each is leased
-// first (Store.ClaimWebhooks), so replicas never deliver the same attempt twice; a replica that dies
-// mid-delivery leaves the lease to expire and another replica retries. Start runs it in the background.
+// DeliverWebhooks delivers every webhook that is due now and returns when none is left and the deliveries
+// it started have ended. Each is leased first (Store.ClaimWebhooks), so replicas never deliver the same
+// attempt twice; a replica that dies mid-delivery leaves the lease to expire and another replica retries.
+// Start runs the same delivery in the background.
 func (c *LocalCoordinator) DeliverWebhooks(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ctx.Err() == nil {
-		now := Now()
-		due, err := c.store.ClaimWebhooks(ctx, now, now.Add(2*c.cfg.WebhookTimeout+time.Second), webhookBatch)
+		n, err := c.startDueWebhooks(ctx, &wg, true)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Error("claim webhooks", "err", err)
 			}
 			return
 		}
-		if len(due) == 0 {
+		if n == 0 {
 			return
 		}
-		var wg sync.WaitGroup
-		for _, w := range due {
-			wg.Go(func() { c.deliverWebhook(ctx, w) })
-		}
-		wg.Wait()
 	}
+}
+
+// startDueWebhooks takes the free delivery slots (waiting for one first when wait is set), leases as many
+// due webhooks as it took slots, and starts a delivery for each, which frees its slot and kicks the loop
+// when it ends. It returns how many deliveries it started. A webhook is leased only when a slot is free
+// for it, so its delivery starts within its lease.
+func (c *LocalCoordinator) startDueWebhooks(ctx context.Context, wg *sync.WaitGroup, wait bool) (int, error) {
+	n := 0
+	if wait {
+		select {
+		case c.webhookSlots <- struct{}{}:
+			n = 1
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+take:
+	for n < cap(c.webhookSlots) {
+		select {
+		case c.webhookSlots <- struct{}{}:
+			n++
+		default:
+			break take
+		}
+	}
+	if n == 0 {
+		return 0, nil // every slot is busy: a delivery that ends kicks the loop
+	}
+	now := Now()
+	due, err := c.store.ClaimWebhooks(ctx, now, now.Add(2*c.cfg.WebhookTimeout+time.Second), n)
+	for range n - len(due) {
+		<-c.webhookSlots
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range due {
+		wg.Go(func() {
+			defer func() {
+				<-c.webhookSlots
+				c.kickWebhooks()
+			}()
+			c.deliverWebhook(ctx, w)
+		})
+	}
+	return len(due), nil
 }
 
 func (c *LocalCoordinator) deliverWebhook(ctx context.Context, w *Webhook) {
@@ -95,7 +155,7 @@ func (c *LocalCoordinator) deliverWebhook(ctx context.Context, w *Webhook) {
 	default:
 		w.LastError = err.Error()
 		var perm permanentError
-		if errors.As(err, &perm) || w.Attempts >= c.cfg.WebhookMaxAttempts {
+		if errors.As(err, &perm) || egress.IsRefused(err) || w.Attempts >= c.cfg.WebhookMaxAttempts {
 			w.Status = WebhookFailed
 			c.log.Warn("webhook given up", "webhook", w.ID, "url", w.URL, "attempts", w.Attempts, "err", err)
 		} else {
@@ -111,20 +171,33 @@ func (c *LocalCoordinator) deliverWebhook(ctx context.Context, w *Webhook) {
 type permanentError struct{ error }
 
 // postWebhook makes one signed delivery attempt. A 2xx answer delivers; 4xx answers other than 408, 425
-// and 429 are permanent (the receiver refuses this request, and will again); everything else is retried.
+// and 429 are permanent (the receiver refuses this request, and will again), and so is a destination the
+// egress policy refuses, before or when connecting; everything else is retried.
 func (c *LocalCoordinator) postWebhook(ctx context.Context, w *Webhook) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.WebhookTimeout)
 	defer cancel()
+	u, err := url.Parse(w.URL)
+	if err != nil {
+		return permanentError{err}
+	}
+	// Runs stored before the policy, or through another replica's allow-list, are checked again here.
+	if err := c.egress.CheckURL(u); err != nil {
+		return permanentError{err}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(w.Payload))
 	if err != nil {
 		return permanentError{err}
 	}
-	ts := time.Now().Unix()
+	now := time.Now()
+	sig, err := webhook.Sign(string(c.cfg.WebhookSecret), w.ID, now, w.Payload)
+	if err != nil {
+		return permanentError{err}
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agent-orchestrator-webhook/1")
-	req.Header.Set(HeaderWebhookDelivery, w.ID)
-	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderWebhookSignature, SignWebhook(c.cfg.WebhookSecret, ts, w.Payload))
+	req.Header.Set(webhook.HeaderID, w.ID)
+	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(webhook.HeaderSignature, sig)
 	resp, err := c.cfg.WebhookClient.Do(req)
 	if err != nil {
 		return err
@@ -147,4 +220,23 @@ func webhookBackoff(n int) time.Duration {
 	d := time.Second << min(n-1, 10)
 	d = min(d, 10*time.Minute)
 	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+// webhookClient is the default CoordinatorConfig.WebhookClient: it connects only where policy allows
+// (checked on the address dialled), never through a proxy (the proxy's address would be the one
+// checked), and does not follow redirects (a redirect could point anywhere; the receiver should update
+// its callback_url instead).
+func webhookClient(policy *egress.Policy) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           policy.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }

@@ -290,3 +290,12 @@ type RunUpdate struct {
 
 // Ptr returns a pointer to v: a convenience for building updates.
 func Ptr[T any](v T) *T { return &v }
+
+// WriteChecker is an optional capability of a [Store], and of a [Coordinator] whose store has it
+// (LocalCoordinator): CheckWrite makes a small real write and reports whether it failed — a full disk, a
+// read-only database, a lost connection. The HTTP API's readiness check (GET /ready) answers 503 while
+// it fails, so a load balancer stops sending work to a coordinator that cannot record it. Implementations
+// may reuse a result for about a second, so that frequent checks cost the store little.
+type WriteChecker interface {
+	CheckWrite(ctx context.Context) error
+}

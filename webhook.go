@@ -1,20 +1,15 @@
 package orchestrator
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
 // Webhook is the durable delivery of a session's outcome to the callback_url a caller gave when it
 // started the run. It is written in the same transaction that ends the run, so it survives a crash, and is
-// delivered at least once: receivers deduplicate by the X-Orchestrator-Delivery header (the webhook id).
+// delivered at least once, signed as Standard Webhooks specifies: receivers verify it with package
+// [github.com/agentorchestrator/orchestrator/webhook] and deduplicate by its webhook-id header (the
+// webhook's ID).
 type Webhook struct {
 	ID        string          `json:"id"`
 	URL       string          `json:"url"`
@@ -51,46 +46,4 @@ type WebhookPayload struct {
 	Result    *Result       `json:"result,omitempty"`
 	Error     string        `json:"error,omitempty"`
 	EndedAt   time.Time     `json:"ended_at"`
-}
-
-// Webhook request headers.
-const (
-	// HeaderWebhookSignature carries "sha256=" + hex(HMAC-SHA256(secret, timestamp + "." + body)).
-	HeaderWebhookSignature = "X-Orchestrator-Signature"
-	// HeaderWebhookTimestamp is the Unix time (seconds) the request was signed at.
-	HeaderWebhookTimestamp = "X-Orchestrator-Timestamp"
-	// HeaderWebhookDelivery is the webhook id: the same on every retry of one delivery.
-	HeaderWebhookDelivery = "X-Orchestrator-Delivery"
-)
-
-// SignWebhook returns the signature header value for body signed at timestamp (Unix seconds). The
-// timestamp is part of the signed text so that a captured request cannot be replayed later unnoticed.
-func SignWebhook(secret []byte, timestamp int64, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(strconv.FormatInt(timestamp, 10)))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// VerifyWebhook checks a received webhook: the signature header value, the timestamp header value and the
-// raw body, against the shared secret. Requests signed more than maxAge ago (or that far in the future) are
-// refused; maxAge <= 0 means 5 minutes. The comparison is constant-time.
-func VerifyWebhook(secret []byte, signature, timestamp string, body []byte, maxAge time.Duration) error {
-	if maxAge <= 0 {
-		maxAge = 5 * time.Minute
-	}
-	ts, err := strconv.ParseInt(strings.TrimSpace(timestamp), 10, 64)
-	if err != nil {
-		return errors.New("webhook: bad timestamp")
-	}
-	age := time.Since(time.Unix(ts, 0))
-	if age > maxAge || age < -maxAge {
-		return fmt.Errorf("webhook: timestamp is %s away from now", age.Round(time.Second))
-	}
-	want := SignWebhook(secret, ts, body)
-	if !hmac.Equal([]byte(want), []byte(strings.TrimSpace(signature))) {
-		return errors.New("webhook: signature mismatch")
-	}
-	return nil
 }

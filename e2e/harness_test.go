@@ -238,6 +238,7 @@ type coordOpts struct {
 	heartbeat, stale, offline, noMatch   time.Duration
 	redeliver                            time.Duration // -redeliver-after, when the binary has it (0: its default)
 	adminToken, clientToken, runnerToken string
+	args                                 []string // more flags (later flags win)
 }
 
 // Liveness for tests that are not about liveness: second-scale, but far enough from a busy machine's
@@ -320,6 +321,7 @@ func (co *coordinator) launch() error {
 	if o.adminToken != "" {
 		args = append(args, "-admin-token", o.adminToken, "-client-token", o.clientToken, "-runner-token", o.runnerToken)
 	}
+	args = append(args, o.args...)
 	// The environment's tokens must not leak into an open coordinator.
 	co.proc = co.c.start(fmt.Sprintf("coordinator-%d", co.starts), "coordinator", args,
 		"ORCHESTRATOR_ADMIN_TOKEN=", "ORCHESTRATOR_CLIENT_TOKEN=", "ORCHESTRATOR_RUNNER_TOKEN=")

@@ -15,8 +15,10 @@
 //   - read agents: GET /agents, /agents/{name}, /agents/{name}/schema;
 //   - use the same through MCP at /mcp, when [Config].MCP is set (the Claude Code executor's default).
 //
-// Everything else is 403, a missing, unknown or expired token 401, and a coordinator that fails, cannot be
-// reached or refuses the runner's credentials 502 (httpapi.ErrServer at the executor's client). The routes, request bodies and answers
+// A session or run the token does not reach is 403 session_out_of_scope or run_out_of_scope whether it
+// exists or not, so an executor learns nothing about other runs' ids. Everything else is 403, a missing,
+// unknown or expired token 401, and a coordinator that fails, cannot be reached or refuses the runner's
+// credentials 502 (httpapi.ErrServer at the executor's client). The routes, request bodies and answers
 // are the coordinator API's own (the gateway serves httpapi's handler over a scoped Coordinator), so an
 // executor's script uses the same client code — httpapi.Client in Go — against either.
 //
@@ -215,6 +217,7 @@ var allowed = map[string]bool{
 	"GET /sessions/{id}/events/stream": true,
 	"POST /sessions/{id}/events":       true,
 	"GET /health":                      true,
+	"GET /ready":                       true,
 	"POST /mcp":                        true,
 	"GET /mcp":                         true,
 	"DELETE /mcp":                      true,

@@ -46,6 +46,13 @@ func outOfScope(id string) error {
 		"session %q is neither this run's session nor one it started", id).With("session_id", id)
 }
 
+// runOutOfScope is the answer for a run the grant does not reach, whether it exists or not: an unknown
+// id and another session's run must read alike, so that an executor cannot tell which ids exist.
+func runOutOfScope(id string) error {
+	return orchestrator.Errorf(orchestrator.ErrForbidden, "run_out_of_scope",
+		"run %q is neither a run of this run's session nor of one it started", id).With("run_id", id)
+}
+
 func unavailable(what string) error {
 	return orchestrator.Errorf(orchestrator.ErrForbidden, "not_available_through_gateway", "%s is not available through the gateway", what)
 }
@@ -63,7 +70,8 @@ func up[T any](v T, err error) (T, error) {
 
 func isScopeError(err error) bool {
 	code := orchestrator.ErrorCode(err)
-	return code == "session_out_of_scope" || code == "parent_out_of_scope" || code == "not_available_through_gateway"
+	return code == "session_out_of_scope" || code == "run_out_of_scope" || code == "parent_out_of_scope" ||
+		code == "not_available_through_gateway"
 }
 
 // scoped is the Coordinator the gateway's handler serves: it forwards to the runner's Coordinator what the
@@ -170,10 +178,16 @@ func (s *scoped) GetRun(ctx context.Context, id string) (*orchestrator.Run, erro
 		return nil, err
 	}
 	run, err := up(s.inner.GetRun(ctx, id))
+	if errors.Is(err, orchestrator.ErrNotFound) {
+		return nil, runOutOfScope(id)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := s.readable(ctx, run.SessionID); err != nil {
+		if isScopeError(err) {
+			return nil, runOutOfScope(id) // not the session's id: it would tell whose run this is
+		}
 		return nil, err
 	}
 	return run, nil

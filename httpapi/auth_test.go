@@ -79,6 +79,7 @@ func TestRolePolicy(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{ // route → roles besides admin
 		"GET /health":                      "public",
+		"GET /ready":                       "public",
 		"GET /agents":                      "client runner",
 		"GET /agents/{name}":               "client runner",
 		"GET /agents/{name}/schema":        "client runner",

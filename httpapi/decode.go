@@ -23,7 +23,8 @@ func badQuery(format string, args ...any) error {
 	return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_query", format, args...)
 }
 
-// readBody reads the whole (size-limited) body. An oversized body is ErrTooLarge.
+// readBody reads the whole (size-limited) body. An oversized body is ErrTooLarge; one whose text is not
+// UTF-8, or holds an escaped NUL, is invalid_encoding ([checkBodyText]).
 func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
@@ -31,6 +32,9 @@ func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, bodyReadError(err)
+	}
+	if err := checkBodyText(b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

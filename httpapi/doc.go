@@ -5,9 +5,10 @@
 //
 // # Routes
 //
-// Roles: A admin, C client, R runner; admin may call every route. GET /health is open.
+// Roles: A admin, C client, R runner; admin may call every route. GET /health and GET /ready are open.
 //
-//	GET    /health                              open   {"status":"ok"}
+//	GET    /health                              open   {"status":"ok"}: liveness (the process serves)
+//	GET    /ready                               open   {"status":"ready"}, or 503 not_ready while the store cannot write
 //	GET    /agents[?tags=a,b&type=]             C R    {agents:[…]}; deterministic agents carry parameters_schema
 //	GET    /agents/{name}                       C R    the agent, with both schemas (and its blueprint for registry agents)
 //	GET    /agents/{name}/schema                C R    {name, type, parameters_schema, output_schema}
@@ -56,6 +57,23 @@
 //
 // A caller's X-Agent-Session-Id header becomes the parent_session_id of a new session that names none:
 // that is how an AI agent's MCP calls link the children it starts.
+//
+// Text must be UTF-8 without NUL characters: a path, query parameter, X-Agent-* or Last-Event-ID header
+// or request body (a JSON string escape \u0000 or half a surrogate pair included) that holds anything
+// else is 400 invalid_encoding, on every route, before anything is looked up or changed.
+//
+// GET /health is the liveness check; GET /ready the readiness check: it makes a small real write to the
+// store (at most about once a second, see orchestrator.WriteChecker) and answers 503
+// {"error":"not_ready"} while that fails — a full disk, a read-only or unreachable database — so a load
+// balancer can stop sending work to a coordinator that cannot record it.
+//
+// # Limits
+//
+// The routes that may hold a request open — POST /runs, GET /sessions/{id}, /result, /events and the
+// event stream, GET /runner/runs, POST and GET /mcp ([Route].LongPoll) — are limited to
+// [Config.MaxLongPolls] requests open at once per credential (default [DefaultMaxLongPolls]): per bearer
+// token, or with no tokens per client IP address. One more is 429 {"error":"too_many_long_polls"} with
+// Retry-After: 1; [Client] retries such answers.
 //
 // # Authentication
 //

@@ -47,7 +47,8 @@ func fuzzBody(f *testing.F, method, target string, seeds ...string) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	for _, s := range []string{"", "{", "null", "[]", `"x"`, "1e999", "{} {}", `{"a":` + strings.Repeat("[", 500)} {
+	for _, s := range []string{"", "{", "null", "[]", `"x"`, "1e999", "{} {}", `{"a":` + strings.Repeat("[", 500),
+		`{"agent_name":"a\u0000"}`, "{\"runner_id\":\"\xff\"}", `{"x":"\ud800"}`, `{"\u0000":1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -112,6 +113,8 @@ func FuzzDecodeEvents(f *testing.F) {
 		`{"event_type":"x","seq":"1","timestamp":"yesterday"}`,
 		`{"events":{"event_type":"x"}}`,
 		`[null]`, "", "{", "null",
+		`{"event_type":"progress","message":"a\u0000b"}`, "{\"event_type\":\"progress\",\"message\":\"\xc3\"}",
+		`{"event_type":"progress","message":"\udc00"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -146,6 +149,7 @@ func FuzzQuery(f *testing.F) {
 		"limit=10&status=pending,running", "after=3&limit=x", "wait=1s", "wait=-1", "wait=1e9", "cursor=ses_x&limit=0",
 		"tags=a,b&type=agent", "type=procedural", "runner_id=lnch_x&max=2&wait=0", "created_before=2026-01-01T00:00:00Z",
 		"status=%ff", "wait=0x10", "limit=99999999999999999999",
+		"agent_name=%00", "cursor=a%00b", "runner_id=%c3", "parent_session_id=%ff%fe", "%00=1", "tags=%00,a",
 	} {
 		f.Add(s, "")
 	}
@@ -188,3 +192,30 @@ func FuzzQuery(f *testing.F) {
 
 // parseInt parses like the stream handler does.
 func parseInt(s string) (int64, error) { return strconv.ParseInt(strings.TrimSpace(s), 10, 64) }
+
+// FuzzPathValue throws arbitrary ids (NUL, invalid UTF-8, slashes, dots…) at the routes that take one.
+func FuzzPathValue(f *testing.F) {
+	env, res := fuzzEnv(f)
+	for _, s := range []string{res.SessionID, "ses_x", "", "\x00", "a\x00b", "\xff", "..", "a/b", "%", strings.Repeat("x", 600)} {
+		f.Add(s)
+	}
+	routes := []struct{ method, pattern string }{
+		{"GET", "/sessions/%s"}, {"GET", "/sessions/%s/result"}, {"GET", "/sessions/%s/events"},
+		{"GET", "/runs/%s"}, {"GET", "/agents/%s"}, {"GET", "/agents/%s/schema"}, {"DELETE", "/runners/%s"},
+		{"POST", "/runner/runs/%s/started"}, {"DELETE", "/runner/%s"},
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if id == "" || id == "." || id == ".." {
+			return // an empty or dot segment: the mux redirects to the cleaned path
+		}
+		for _, rt := range routes {
+			target := strings.Replace(rt.pattern, "%s", url.PathEscape(id), 1)
+			var body []byte
+			if rt.method == "POST" {
+				body = []byte(`{"runner_id":"lnch_x"}`)
+			}
+			rec := serve(env.handler, rt.method, target, adminTok, body)
+			checkAnswer(t, rt.method, target, body, rec.Code, rec.Body.Bytes(), rec.Header().Get("Content-Type"))
+		}
+	})
+}

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -33,6 +35,13 @@ type Config struct {
 	PollWait time.Duration
 	// Heartbeat is how often an idle event stream gets a ": heartbeat" comment. Default 15s.
 	Heartbeat time.Duration
+	// MaxLongPolls bounds the requests to long-polling routes (event streams, waits, sync runs, a
+	// runner's poll, MCP: the routes whose [Route].LongPoll is set) that one credential may have open at
+	// once — one bearer token, or with no authentication one client IP address (behind a proxy, the
+	// proxy's). Every request to such a route counts while it is open, whether it waits or not; other
+	// routes are not limited. One more is 429 too_many_long_polls with Retry-After. Default
+	// [DefaultMaxLongPolls]; negative: no limit.
+	MaxLongPolls int
 	// MCP, when set, serves /mcp (an MCP streamable-HTTP handler, such as mcpserver.NewHandler) behind the
 	// same authentication as the API: roles client and runner. Unset, /mcp is 404. It is a handler rather
 	// than a dependency so that this package does not pull in the MCP SDK.
@@ -61,6 +70,9 @@ func (c Config) withDefaults() Config {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 15 * time.Second
 	}
+	if c.MaxLongPolls == 0 {
+		c.MaxLongPolls = DefaultMaxLongPolls
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -74,6 +86,7 @@ type server struct {
 	coord orchestrator.Coordinator
 	cfg   Config
 	log   *slog.Logger
+	polls *longPolls // nil: no limit
 }
 
 // NewHandler returns the coordinator's HTTP API over coord (DESIGN §4): agents, runs, sessions, events
@@ -84,6 +97,9 @@ type server struct {
 func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
 	s := &server{coord: coord, cfg: cfg, log: cfg.Logger}
+	if cfg.MaxLongPolls > 0 {
+		s.polls = &longPolls{max: cfg.MaxLongPolls, n: map[string]int{}}
+	}
 	mux := http.NewServeMux()
 	for _, rd := range routeTable {
 		mux.Handle(rd.Method+" "+rd.Pattern, s.wrap(rd))
@@ -160,6 +176,18 @@ func (s *server) wrap(rd routeDef) http.Handler {
 			}
 			r = ar
 		}
+		if err := checkRequestText(r); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		if rd.LongPoll && s.polls != nil {
+			release, ok := s.polls.acquire(s.credential(r))
+			if !ok {
+				s.polls.writeTooMany(w)
+				return
+			}
+			defer release()
+		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
@@ -190,6 +218,32 @@ func (s *server) mcp(w http.ResponseWriter, r *http.Request) error {
 		return orchestrator.Errorf(orchestrator.ErrNotFound, "mcp_not_enabled", "this coordinator does not serve MCP")
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	if r.Method == http.MethodPost {
+		// The MCP server decodes the body itself: check its text here, as readBody does for the API's.
+		body, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	s.cfg.MCP.ServeHTTP(w, r)
+	return nil
+}
+
+// ready serves GET /ready, the readiness check: 503 not_ready while the coordinator's store cannot write
+// (see [orchestrator.WriteChecker]; a coordinator without the check is always ready). GET /health is the
+// liveness check: it answers as long as the process serves.
+func (s *server) ready(w http.ResponseWriter, r *http.Request) error {
+	if wc, ok := s.coord.(orchestrator.WriteChecker); ok {
+		if err := wc.CheckWrite(r.Context()); err != nil {
+			if isGone(r, err) {
+				return nil
+			}
+			s.log.Warn("not ready: the store cannot write", "err", err)
+			writeErrorStatus(w, http.StatusServiceUnavailable, "not_ready", "the store cannot write", nil)
+			return nil
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil
 }

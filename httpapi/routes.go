@@ -13,7 +13,7 @@ type Route struct {
 	Pattern string
 	// Roles may call the route; admin may call every route whether listed or not.
 	Roles []Role
-	// Public routes need no token at all (GET /health).
+	// Public routes need no token at all (GET /health, GET /ready).
 	Public bool
 	// LongPoll routes may hold the request open (a wait parameter or a stream).
 	LongPoll bool
@@ -45,6 +45,7 @@ var (
 // is checked against every role.
 var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/health", Public: true}, (*server).health},
+	{Route{Method: "GET", Pattern: "/ready", Public: true}, (*server).ready},
 
 	{Route{Method: "GET", Pattern: "/agents", Roles: clientsRunners}, (*server).listAgents},
 	{Route{Method: "GET", Pattern: "/agents/{name}", Roles: clientsRunners}, (*server).getAgent},

@@ -8,8 +8,9 @@
 // API is open and the coordinator refuses a non-loopback address unless -insecure is given.
 //
 // -agents-dir loads AI agent blueprints (*.json) into the registry at start, creating or replacing them.
-// -webhook-secret (or ORCHESTRATOR_WEBHOOK_SECRET) signs deliveries to runs' callback_url; without it runs
-// cannot ask for one.
+// -webhook-secret (or ORCHESTRATOR_WEBHOOK_SECRET) signs deliveries to runs' callback_url (Standard
+// Webhooks; a "whsec_…" secret is base64); without it runs cannot ask for one. Deliveries reach public
+// addresses only: -webhook-allow-hosts opens hosts or CIDR prefixes (comma-separated, e.g. 127.0.0.1).
 //
 // Several coordinators may serve one PostgreSQL database (-db postgres://…): they wake each other's parked
 // runners through LISTEN/NOTIFY, and runners and clients may be given all their URLs, comma-separated.
@@ -23,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +37,7 @@ import (
 type options struct {
 	addr, db, agentsDir, webhookSecret string
 	admin, client, runner              string
+	webhookAllowHosts                  string
 	insecure                           bool
 }
 
@@ -47,7 +50,8 @@ func main() {
 	flag.StringVar(&o.client, "client-token", os.Getenv("ORCHESTRATOR_CLIENT_TOKEN"), "client bearer token(s)")
 	flag.StringVar(&o.runner, "runner-token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token(s)")
 	flag.StringVar(&o.agentsDir, "agents-dir", "", "folder of AI agent blueprints (*.json) loaded into the registry at start")
-	flag.StringVar(&o.webhookSecret, "webhook-secret", os.Getenv("ORCHESTRATOR_WEBHOOK_SECRET"), "HMAC secret signing callback_url deliveries")
+	flag.StringVar(&o.webhookSecret, "webhook-secret", os.Getenv("ORCHESTRATOR_WEBHOOK_SECRET"), "secret signing callback_url deliveries (whsec_ + base64, or any text)")
+	flag.StringVar(&o.webhookAllowHosts, "webhook-allow-hosts", "", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)")
 	var cfg orchestrator.CoordinatorConfig
 	flag.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "how often runners heartbeat")
 	flag.DurationVar(&cfg.StaleAfter, "stale-after", 90*time.Second, "no heartbeat for this long: the runner claims nothing new")
@@ -55,6 +59,7 @@ func main() {
 	flag.DurationVar(&cfg.NoMatchTimeout, "no-match-timeout", 300*time.Second, "fail a run no runner can take after this long")
 	flag.DurationVar(&cfg.RedeliverAfter, "redeliver-after", 15*time.Second, "hand a claimed run its runner never started to it again after this long")
 	flag.DurationVar(&cfg.Retention, "retention", 0, "delete sessions that ended longer ago than this (0: keep everything)")
+	flag.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", 10*time.Second, "bound of one callback_url delivery attempt")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -73,6 +78,10 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg orchestrator.Coor
 	if err := httpapi.CheckListenAddr(o.addr, len(tokens) == 0, o.insecure); err != nil {
 		return err
 	}
+	if len(tokens) == 0 && httpapi.CheckListenAddr(o.addr, true, false) != nil {
+		log.Warn("serving an open API (no tokens) on an address other hosts can reach, as -insecure allows: "+
+			"anyone who reaches it may do anything", "addr", o.addr)
+	}
 	var agents []*orchestrator.Blueprint
 	if o.agentsDir != "" {
 		if agents, err = orchestrator.LoadAgentBlueprints(o.agentsDir); err != nil {
@@ -86,6 +95,7 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg orchestrator.Coor
 	defer store.Close()
 	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
 	cfg.Store, cfg.Logger, cfg.Notifier, cfg.WebhookSecret = store, log, store.Notifier(), []byte(o.webhookSecret)
+	cfg.WebhookAllowHosts = strings.Split(o.webhookAllowHosts, ",")
 	coord, err := orchestrator.NewCoordinator(cfg)
 	if err != nil {
 		return err

@@ -103,6 +103,8 @@ type Store struct {
 	readStmts *stmtCache
 	// batch groups SQLite's transactions into shared commits (nil on PostgreSQL and in transactions).
 	batch *batcher
+	// check is the latest write check's outcome ([Store.CheckWrite]); nil in transactions.
+	check *writeCheck
 }
 
 var (
@@ -290,6 +292,7 @@ func logger(cfg *Config) *slog.Logger {
 }
 
 func (s *Store) start(ctx context.Context, cfg *Config) (*Store, error) {
+	s.check = &writeCheck{}
 	if err := s.dbW.PingContext(ctx); err != nil {
 		s.close()
 		return nil, fmt.Errorf("sqlstore: connect: %w", err)
