@@ -589,6 +589,15 @@ func (r *Runner) invocation(asg *Assignment) (*Invocation, error) {
 	if b == nil {
 		return nil, fmt.Errorf("the coordinator sent no blueprint for agent %q", run.AgentName)
 	}
+	// The coordinator checked the run's environment; a runner checks again, against its own blueprint, so
+	// that neither a coordinator that does not nor a blueprint changed since decides what its host runs.
+	env, err := metadataEnv(run.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.CheckRunEnv(env); err != nil {
+		return nil, err
+	}
 	dir := run.ProjectDir
 	if dir == "" {
 		dir = r.cfg.ProjectDir
