@@ -7,9 +7,11 @@
 //   - argv is the blueprint's command split into words ([orchestrator.SplitCommand]) followed by the
 //     parameters as flags ([BuildArgs], [ParameterArgs]). The program is executed directly, never through a
 //     shell; argv[0] is looked up in the PATH of the run's own environment.
-//   - The environment is the runner's own (os.Environ), then the blueprint's Env, then the run's
-//     metadata.env (an object of strings), then the invocation's Env (AGENT_SESSION_ID, AGENT_RUN_ID, the
-//     gateway URL): later sources win.
+//   - The environment is the runner's own (os.Environ) without its credentials ([Config].Isolation), then
+//     the blueprint's Env, then the run's metadata.env (an object of strings, whose names the blueprint's
+//     allowed_env must list: [orchestrator.Blueprint.CheckRunEnv]), then the invocation's Env
+//     (AGENT_SESSION_ID, AGENT_RUN_ID, the gateway URL): later sources win.
+//   - With [Config].Isolation.User the program runs as that user.
 //   - The working directory is the invocation's ProjectDir, when set.
 //   - The parameters JSON (followed by a newline) is written to stdin, which is then closed, so a program
 //     may take its input either way. A program that does not read stdin is fine.
@@ -53,6 +55,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // ResultType is the result_type of every result this executor returns.
@@ -78,6 +81,10 @@ type Config struct {
 	// dropped and the event says how much. Zero means DefaultMaxStderrLine (16 KiB); values below 64 are
 	// raised to 64.
 	MaxStderrLine int
+	// Isolation keeps programs from the runner: the runner's credentials are not inherited and, with
+	// Isolation.User, programs run as another user (see executor/isolation). The zero value hides the
+	// orchestrator's token variables.
+	Isolation isolation.Config
 	// Logger receives the executor's own diagnostics (sink errors, dropped lines, kill failures). Nil
 	// discards them.
 	Logger *slog.Logger
@@ -132,7 +139,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if err != nil {
 		return nil, err
 	}
-	env, err := buildEnv(inv)
+	env, err := e.buildEnv(inv)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +173,7 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 		Stderr:    pump.Read,
 		Timeout:   inv.Blueprint.Timeout(),
 		StopGrace: e.cfg.StopGrace,
+		User:      e.cfg.Isolation.User,
 		Logger:    log,
 	})
 	pump.Finish()
@@ -250,14 +258,19 @@ func (c *capture) result() ([]byte, bool) {
 	return b, c.truncated
 }
 
-// buildEnv layers the run's environment: os.Environ, the blueprint's Env, metadata.env, the invocation's
-// Env. Later layers override earlier ones, in place, so each name appears once.
-func buildEnv(inv *orchestrator.Invocation) ([]string, error) {
+// buildEnv layers the run's environment: the runner's (without its credentials), the blueprint's Env,
+// metadata.env, the invocation's Env. Later layers override earlier ones, in place, so each name appears
+// once. metadata.env must keep to the blueprint's allowed_env, as the coordinator already checked: a
+// runner does not run what its own blueprint does not allow.
+func (e *Executor) buildEnv(inv *orchestrator.Invocation) ([]string, error) {
 	metaEnv, err := metadataEnv(inv.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	return proc.Environ(inv.Blueprint.Env, metaEnv, inv.Env), nil
+	if err := inv.Blueprint.CheckRunEnv(metaEnv); err != nil {
+		return nil, err
+	}
+	return proc.Environ(e.cfg.Isolation, inv.Blueprint.Env, metaEnv, inv.Env), nil
 }
 
 // metadataEnv reads metadata.env: an object whose values are strings.
