@@ -19,7 +19,8 @@
 //     runs. Lines longer than [Config].MaxStderrLine are cut, with a marker saying how much was cut.
 //   - stdout, up to [Config].MaxOutputBytes, is the result's ResultText; when it is JSON (after trimming
 //     white space) it is also ResultData. Beyond the limit stdout is read and discarded, Result.Truncated is
-//     set and ResultData is left empty: a prefix of a JSON document is not the document.
+//     set, an [orchestrator.EventOutputTruncated] event gives the sizes, and ResultData is left empty: a
+//     prefix of a JSON document is not the document.
 //   - Exit code 0 completes the run; any other fails it with the last stderr lines as the error (or "exit
 //     code N" when there are none). ExitCode is always set, -1 when the process did not exit by itself.
 //   - With an output schema (the invocation's OutputSchema, which the coordinator chose), stdout of a
@@ -184,6 +185,17 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 	res := &orchestrator.Result{ResultType: ResultType}
 	text, truncated := stdout.result()
 	res.ResultText, res.Truncated = string(text), truncated
+	if truncated {
+		ev := orchestrator.NewEvent(orchestrator.EventOutputTruncated, map[string]any{
+			"by": "executor", "stream": "stdout", "output_bytes": stdout.total, "kept_bytes": len(text),
+			"limit_bytes": e.cfg.MaxOutputBytes,
+			"message":     fmt.Sprintf("stdout was %d bytes, over the executor's limit of %d: result_text keeps the first %d, result_data is left out", stdout.total, e.cfg.MaxOutputBytes, len(text)),
+		})
+		ev.SessionID, ev.Time = inv.SessionID, orchestrator.Now()
+		if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
+			log.Warn("emit output_truncated event", "error", err)
+		}
+	}
 	if !truncated {
 		if t := bytes.TrimSpace(text); len(t) > 0 && json.Valid(t) {
 			res.ResultData = json.RawMessage(bytes.Clone(t))

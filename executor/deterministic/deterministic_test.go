@@ -212,12 +212,27 @@ func TestStderrStreamsWhileRunning(t *testing.T) {
 func TestStdoutCapTruncates(t *testing.T) {
 	t.Parallel()
 	ex := New(Config{MaxOutputBytes: 1000, Logger: testLogger(t)})
-	res, _ := mustRun(t, ex, helperInvocation(t, `{}`, "flood", "1048576"))
+	res, s := mustRun(t, ex, helperInvocation(t, `{}`, "flood", "1048576"))
 	if res.Failed() {
 		t.Fatalf("flood failed: %q (exit %d); a program beyond the cap must be drained, not failed", res.Error, exitCode(res))
 	}
 	if !res.Truncated || len(res.ResultText) != 1000 || res.ResultData != nil {
 		t.Errorf("Truncated = %v, len(ResultText) = %d, ResultData = %q; want true, 1000, none", res.Truncated, len(res.ResultText), res.ResultData)
+	}
+	var cut []orchestrator.Event
+	for _, ev := range s.all() {
+		if ev.Type == orchestrator.EventOutputTruncated {
+			cut = append(cut, ev)
+		}
+	}
+	var d struct {
+		By          string `json:"by"`
+		OutputBytes int64  `json:"output_bytes"`
+		KeptBytes   int64  `json:"kept_bytes"`
+		LimitBytes  int64  `json:"limit_bytes"`
+	}
+	if len(cut) != 1 || cut[0].DecodeData(&d) != nil || d.By != "executor" || d.OutputBytes != 1048576 || d.KeptBytes != 1000 || d.LimitBytes != 1000 {
+		t.Errorf("output_truncated events %v (%+v), want one with the sizes", cut, d)
 	}
 
 	t.Run("JSON under the cap is parsed", func(t *testing.T) {
