@@ -131,7 +131,7 @@ func TestSecurityEnvNoRunnerCredentials(t *testing.T) {
 		env = append(env, k+"="+v)
 	}
 	// No -token: the runner authenticates with the variable, which proves it read it.
-	c.startRunner(co, runnerOpts{name: "r1", blueprints: []string{envDumpBlueprint}, env: env})
+	c.startRunner(co, runnerOpts{name: "r1", blueprints: []string{`{"name": "env-dump", "command": "/usr/bin/env"}`}, env: env})
 
 	res := co.admin().syncRun(map[string]any{"agent_name": "env-dump"})
 	if res.Status != orchestrator.SessionCompleted || res.Result == nil {
