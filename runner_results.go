@@ -37,8 +37,15 @@ func (r *Runner) resultLimit() int64 {
 // data goes (a prefix of a JSON document is not the document) and the text is cut — and, should they alone
 // not fit, the validation errors go and the error message is cut too.
 func fitResult(res *Result, limit int64) (*Result, map[string]any) {
+	if res == nil || limit <= 0 {
+		return res, nil
+	}
+	// Most results are far below the limit even if every byte were escaped: no need to encode them.
+	if len(res.ValidationErrors) == 0 && 6*int64(len(res.ResultType)+len(res.ResultText)+len(res.ResultData)+len(res.Error))+256 <= limit {
+		return res, nil
+	}
 	size := encodedLen(res)
-	if res == nil || limit <= 0 || size <= limit {
+	if size <= limit {
 		return res, nil
 	}
 	out := *res
