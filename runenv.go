@@ -117,8 +117,8 @@ func validateAllowedEnv(names []string) error {
 // listed in AllowedEnv, and none may be a name that changes which code programs run (LD_*, BASH_ENV,
 // PATH, PYTHON*, …; see the README), whatever AllowedEnv says. The error, an [ErrInvalid] with code
 // "env_not_allowed", names every variable refused (detail "variables"). The coordinator checks every run
-// it accepts, start or resume; the runner checks again before it executes one, against its own copy of
-// the blueprint.
+// it accepts, start or resume; the runner checks again before it executes one, against the blueprint it
+// executes (its own copy, for a deterministic agent), and so does the deterministic executor.
 func (b *Blueprint) CheckRunEnv(env map[string]string) error {
 	if len(env) == 0 {
 		return nil

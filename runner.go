@@ -622,8 +622,9 @@ func (r *Runner) invocation(asg *Assignment) (*Invocation, error) {
 	if b == nil {
 		return nil, fmt.Errorf("the coordinator sent no blueprint for agent %q", run.AgentName)
 	}
-	// The coordinator checked the run's environment; a runner checks again, against its own blueprint, so
-	// that neither a coordinator that does not nor a blueprint changed since decides what its host runs.
+	// The coordinator checked the run's environment; a runner checks again, against the blueprint it
+	// executes (its own, for a deterministic agent), so that a coordinator that does not check cannot
+	// decide what its host runs.
 	env, err := metadataEnv(run.Metadata)
 	if err != nil {
 		return nil, err
