@@ -40,8 +40,12 @@ type Blueprint struct {
 	// Command is the program a deterministic agent runs, split into words like a shell would (quotes are
 	// honoured) but never run through a shell.
 	Command string `json:"command,omitempty"`
-	// Env is added to the deterministic command's environment.
+	// Env is added to the deterministic command's environment. It is the operator's: any name may be set.
 	Env map[string]string `json:"env,omitempty"`
+	// AllowedEnv lists the environment variables a run's metadata.env may set; a run that sets any other is
+	// refused. Empty (the default) allows none. Names that change which code programs run (LD_*, BASH_ENV,
+	// PATH, PYTHON*, …, see [Blueprint.CheckRunEnv]) cannot be listed.
+	AllowedEnv []string `json:"allowed_env,omitempty"`
 	// TimeoutSeconds, when positive, bounds a deterministic run; on expiry its process group is killed and
 	// the session fails.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
@@ -129,6 +133,9 @@ func (b *Blueprint) Validate() error {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: env name %q is not valid", b.Name, k)
 		}
+	}
+	if err := validateAllowedEnv(b.AllowedEnv); err != nil {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: %v", b.Name, err)
 	}
 	for _, tag := range b.Tags {
 		if err := validateTag(tag); err != nil {

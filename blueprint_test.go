@@ -301,6 +301,9 @@ func FuzzParseBlueprint(f *testing.F) {
 		`{"name":"a","type":"procedural","command":"x 'y z'","env":{"K":"v"},"timeout_seconds":1.5}`,
 		`{"name":"r","type":"autonomous","tags":["t"],"demands":{"tags":["t"]},"output_retries":0,"mcp_servers":{"m":{}}}`,
 		`{"name":"a","command":"x","parameters_schema":{"type":"strang"}}`,
+		`{"name":"a","command":"x","allowed_env":["GREETING","LOG_LEVEL"]}`,
+		`{"name":"a","command":"x","allowed_env":["LD_PRELOAD"]}`,
+		`{"name":"a","command":"x","allowed_env":["path","Bash_Env","GIT_SSH","1X","A=B",""]}`,
 		`{}`, `null`, `[`,
 	} {
 		f.Add([]byte(s))
@@ -315,6 +318,17 @@ func FuzzParseBlueprint(f *testing.F) {
 		}
 		if err := b.Validate(); err != nil {
 			t.Fatalf("ParseBlueprint(%q) accepted a blueprint that Validate rejects: %v", data, err)
+		}
+		// Every name a valid blueprint allows may be set by a run, and nothing else may.
+		allowed := map[string]string{}
+		for _, n := range b.AllowedEnv {
+			allowed[n] = "v"
+		}
+		if err := b.CheckRunEnv(allowed); err != nil {
+			t.Fatalf("ParseBlueprint(%q) accepted allowed_env %q, which CheckRunEnv refuses: %v", data, b.AllowedEnv, err)
+		}
+		if err := b.CheckRunEnv(map[string]string{"LD_PRELOAD": "x"}); err == nil {
+			t.Fatalf("ParseBlueprint(%q): CheckRunEnv accepts LD_PRELOAD", data)
 		}
 		if b.Command != "" {
 			if _, err := SplitCommand(b.Command); err != nil {

@@ -85,6 +85,8 @@ type AgentInfo struct {
 	// ParametersSchema is inline for deterministic agents in listings; GetAgent always fills it.
 	ParametersSchema json.RawMessage `json:"parameters_schema,omitempty"`
 	OutputSchema     json.RawMessage `json:"output_schema,omitempty"`
+	// AllowedEnv are the variables a run's metadata.env may set (the blueprint's allowed_env).
+	AllowedEnv []string `json:"allowed_env,omitempty"`
 	// RunnerID is the runner that owns a deterministic agent.
 	RunnerID string `json:"runner_id,omitempty"`
 	Disabled bool   `json:"disabled,omitempty"`

@@ -25,6 +25,12 @@
 // run; AI agents reach every agent through MCP (package mcpserver). Runner is a concrete type rather than an
 // interface: there is one worker loop, and executors are where implementations differ.
 //
+// A run's metadata.env may set only the environment variables its blueprint lists in allowed_env, and
+// never one that changes which code programs run ([Blueprint.CheckRunEnv]); the executors keep the
+// runner's credentials from the processes they start, and may run them as another user (package
+// executor/isolation). A runner cuts a result larger than the coordinator accepts
+// ([Registration].MaxResultBytes) to fit, and says so ([EventOutputTruncated]).
+//
 // # Lifecycles
 //
 // A run moves pending → claimed → running → completed | failed | stopped; a session pending → running →

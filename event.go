@@ -30,6 +30,12 @@ const (
 	EventExecutorSession = "executor_session"
 	// EventCallback: a parent session was resumed with its children's results.
 	EventCallback = "callback"
+	// EventOutputTruncated: a run's output was cut to fit a limit, and its result says so (Truncated).
+	// {"by": "executor" or "runner", "limit_bytes", "kept_bytes", "message", …}: an executor cut a program's
+	// output at its own limit ("stream", "output_bytes"), or the runner cut a result to what the coordinator
+	// accepts ("result_bytes" and "kept_bytes" are sizes as JSON, "result_data_dropped",
+	// "result_text_bytes", "kept_text_bytes").
+	EventOutputTruncated = "output_truncated"
 )
 
 // Event is an append-only, per-session, sequence-numbered record.

@@ -119,7 +119,9 @@ type Limits struct {
 	MaxEventsPage int
 	// MaxBlueprints bounds how many blueprints one runner may announce. Default 1000.
 	MaxBlueprints int
-	// MaxResultBytes bounds a result's text plus data. Default 8 MiB.
+	// MaxResultBytes bounds a result's text plus data. Default 8 MiB. Runners are told it when they
+	// register ([Registration].MaxResultBytes) and cut their results to fit it, measured as JSON; the HTTP
+	// API sizes its report routes' body limit after it.
 	MaxResultBytes int
 }
 
@@ -256,6 +258,9 @@ func NewCoordinator(cfg CoordinatorConfig) (*LocalCoordinator, error) {
 
 // Config returns the effective configuration, defaults applied.
 func (c *LocalCoordinator) Config() CoordinatorConfig { return c.cfg }
+
+// Limits returns the effective limits, defaults applied.
+func (c *LocalCoordinator) Limits() Limits { return c.limits }
 
 // Store returns the coordinator's store.
 func (c *LocalCoordinator) Store() Store { return c.store }

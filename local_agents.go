@@ -44,6 +44,7 @@ func agentInfo(a *Agent, full bool) *AgentInfo {
 		Tags:             b.Tags,
 		ParametersSchema: b.ParametersSchema,
 		OutputSchema:     b.OutputSchema,
+		AllowedEnv:       b.AllowedEnv,
 		RunnerID:         a.RunnerID,
 		Disabled:         b.Disabled,
 	}

@@ -97,6 +97,7 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 		Blueprints:               names,
 		HeartbeatIntervalSeconds: c.cfg.HeartbeatInterval.Seconds(),
 		PollTimeoutSeconds:       c.cfg.PollTimeout.Seconds(),
+		MaxResultBytes:           int64(c.limits.MaxResultBytes),
 	}, nil
 }
 

@@ -77,7 +77,8 @@ func (c *LocalCoordinator) StartRun(ctx context.Context, p StartRunParams) (*Sta
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkRunInputs(&p); err != nil {
+	env, err := c.checkRunInputs(&p)
+	if err != nil {
 		return nil, err
 	}
 	var (
@@ -86,9 +87,9 @@ func (c *LocalCoordinator) StartRun(ctx context.Context, p StartRunParams) (*Sta
 	)
 	switch p.Type {
 	case RunTypeStart:
-		run, err = c.startSession(ctx, p, params, fx)
+		run, err = c.startSession(ctx, p, params, env, fx)
 	case RunTypeResume:
-		run, err = c.resumeSession(ctx, p, params, fx)
+		run, err = c.resumeSession(ctx, p, params, env, fx)
 	default:
 		return nil, Errorf(ErrInvalid, "invalid_request", "type must be start or resume, not %q", p.Type)
 	}
@@ -136,25 +137,23 @@ func (c *LocalCoordinator) promptSugar(p StartRunParams) (json.RawMessage, error
 	return params, nil
 }
 
-func (c *LocalCoordinator) checkRunInputs(p *StartRunParams) error {
+// checkRunInputs checks what a request may carry whatever its agent, and returns its metadata.env, which
+// the agent's blueprint must allow ([Blueprint.CheckRunEnv]).
+func (c *LocalCoordinator) checkRunInputs(p *StartRunParams) (map[string]string, error) {
 	if len(p.Metadata) > c.limits.MaxParametersBytes {
-		return Errorf(ErrTooLarge, "metadata_too_large", "metadata exceeds %d bytes", c.limits.MaxParametersBytes)
+		return nil, Errorf(ErrTooLarge, "metadata_too_large", "metadata exceeds %d bytes", c.limits.MaxParametersBytes)
 	}
-	if m := bytes.TrimSpace(p.Metadata); len(m) > 0 && !bytes.Equal(m, []byte("null")) {
-		var md struct {
-			Env map[string]string `json:"env"`
-		}
-		if m[0] != '{' || json.Unmarshal(m, &md) != nil {
-			return Errorf(ErrInvalid, "invalid_request", "metadata must be a JSON object whose env, if present, maps names to strings")
-		}
-		for k := range md.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				return Errorf(ErrInvalid, "invalid_request", "metadata.env name %q is not valid", k)
-			}
-		}
-	} else {
+	env, err := metadataEnv(p.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if m := bytes.TrimSpace(p.Metadata); len(m) == 0 || bytes.Equal(m, []byte("null")) {
 		p.Metadata = nil
 	}
+	return env, c.checkRunOptions(p)
+}
+
+func (c *LocalCoordinator) checkRunOptions(p *StartRunParams) error {
 	if len(p.OutputSchema) > c.limits.MaxSchemaBytes {
 		return Errorf(ErrTooLarge, "schema_too_large", "output_schema exceeds %d bytes", c.limits.MaxSchemaBytes)
 	}
@@ -193,7 +192,7 @@ func (c *LocalCoordinator) checkRunInputs(p *StartRunParams) error {
 	return nil
 }
 
-func (c *LocalCoordinator) startSession(ctx context.Context, p StartRunParams, params json.RawMessage, fx *effects) (*Run, error) {
+func (c *LocalCoordinator) startSession(ctx context.Context, p StartRunParams, params json.RawMessage, env map[string]string, fx *effects) (*Run, error) {
 	if p.AgentName == "" {
 		return nil, Errorf(ErrInvalid, "invalid_request", "agent_name is required")
 	}
@@ -207,6 +206,9 @@ func (c *LocalCoordinator) startSession(ctx context.Context, p StartRunParams, p
 	b := agent.Blueprint // shared with the agent cache: read only
 	if b.Disabled {
 		return nil, Errorf(ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
+	}
+	if err := b.CheckRunEnv(env); err != nil {
+		return nil, err
 	}
 	if err := c.checkParent(ctx, p); err != nil {
 		return nil, err
@@ -331,7 +333,7 @@ func (c *LocalCoordinator) validateParameters(agent string, schema, params json.
 	return normalized, nil
 }
 
-func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, params json.RawMessage, fx *effects) (*Run, error) {
+func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, params json.RawMessage, env map[string]string, fx *effects) (*Run, error) {
 	notResumable := func(agent string) error {
 		return Errorf(ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
 	}
@@ -367,6 +369,9 @@ func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, 
 			return nil, err
 		}
 	}
+	if err := c.checkResumeEnv(ctx, s, p.Metadata, env); err != nil {
+		return nil, err
+	}
 	normalized, err := c.validateParameters(s.AgentName, ImplicitPromptSchema, params)
 	if err != nil {
 		return nil, err
@@ -390,6 +395,26 @@ func (c *LocalCoordinator) resumeSession(ctx context.Context, p StartRunParams, 
 	}
 	fx.wakeFor(run)
 	return run, nil
+}
+
+// checkResumeEnv checks the metadata.env a resume runs with — the request's, or the session's when the
+// request has no metadata — against the agent's blueprint as it is now: allowed_env may have shrunk since
+// the session started.
+func (c *LocalCoordinator) checkResumeEnv(ctx context.Context, s *Session, metadata json.RawMessage, env map[string]string) error {
+	if metadata == nil {
+		var err error
+		if env, err = metadataEnv(s.Metadata); err != nil {
+			return err
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	agent, err := c.startAgent(ctx, s.AgentName)
+	if err != nil {
+		return err
+	}
+	return agent.Blueprint.CheckRunEnv(env)
 }
 
 func newResumeRun(s *Session, params json.RawMessage, mode Mode, demands Demands, metadata json.RawMessage) *Run {

@@ -63,6 +63,10 @@ type Registration struct {
 	Blueprints               []RegisteredBlueprint `json:"blueprints"`
 	HeartbeatIntervalSeconds float64               `json:"heartbeat_interval_seconds"`
 	PollTimeoutSeconds       float64               `json:"poll_timeout_seconds"`
+	// MaxResultBytes is the largest result the coordinator accepts in a run's report, measured as the
+	// result's JSON encoding ([Limits].MaxResultBytes). The runner cuts a larger result to fit before it
+	// reports it ([RunnerConfig].MaxResultBytes). Zero: not announced (an older coordinator).
+	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
 }
 
 // RegisteredBlueprint pairs an announced blueprint name with its registered name.

@@ -56,6 +56,11 @@ type RunnerConfig struct {
 	// become ready while one is under way wait for it and then go together. Default 64; 1 sends each
 	// report on its own.
 	MaxReportBatch int
+	// MaxResultBytes caps the size of a result the runner reports, measured as JSON: a larger result is
+	// cut to fit (Result.Truncated, and an output_truncated event says what was cut). The coordinator's own
+	// limit, announced at registration ([Registration].MaxResultBytes), applies whatever this says; this
+	// may only lower it. Zero: the coordinator's (DefaultLimits.MaxResultBytes when it announces none).
+	MaxResultBytes int64
 	// Gateway, when set, is opened for each run and gives the run's processes their way back to the
 	// coordinator (see [Gateway]).
 	Gateway Gateway
@@ -98,6 +103,8 @@ type Runner struct {
 	reRegister chan struct{}
 	// gen counts successful registrations: a 404 answered to a call made under an older one is stale.
 	gen uint64
+	// maxResult is the coordinator's result limit, from the last registration (0: not announced).
+	maxResult int64
 }
 
 type activeRun struct {
@@ -298,6 +305,7 @@ func (r *Runner) register(ctx context.Context) (*Registration, error) {
 		if err == nil {
 			r.mu.Lock()
 			r.runnerID = reg.RunnerID
+			r.maxResult = reg.MaxResultBytes
 			r.gen++
 			select {
 			case <-r.reRegister: // answered by this registration
@@ -532,11 +540,20 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	r.mu.Lock()
 	why, abandoned := ar.why, ar.abandoned
 	r.mu.Unlock()
-	rep := RunReport{RunnerID: rid, RunID: run.ID, Result: res}
-	switch {
-	case abandoned:
+	if abandoned {
 		log.Info("run abandoned: the coordinator ended it or gave it to no one")
 		return
+	}
+	// A result the coordinator would refuse for its size is cut to fit, and the session says so.
+	if fitted, info := fitResult(res, r.resultLimit()); info != nil {
+		res = fitted
+		log.Warn("result cut to the coordinator's limit", "limit_bytes", info["limit_bytes"], "result_bytes", info["result_bytes"], "kept_bytes", info["kept_bytes"])
+		if _, err := r.co.AppendEvents(bg, run.SessionID, []Event{NewEvent(EventOutputTruncated, info)}); err != nil {
+			log.Warn("could not record the output_truncated event", "err", err)
+		}
+	}
+	rep := RunReport{RunnerID: rid, RunID: run.ID, Result: res}
+	switch {
 	case why != "":
 		rep.Status, rep.Error = RunStopped, why
 	case err != nil:
@@ -549,21 +566,37 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	default:
 		rep.Status = RunCompleted
 	}
+	if len(rep.Error) > maxReportError {
+		rep.Error = cutEncoded(rep.Error, maxReportError) // the coordinator keeps no more
+	}
 	r.report(bg, log, rep)
 }
 
 // report delivers a run's final report, retrying transient failures for up to ReportTimeout: a
-// coordinator that restarts meanwhile still gets the result.
+// coordinator that restarts meanwhile still gets the result. A report the coordinator refuses as too
+// large or invalid is replaced by a small one without the result, whose error says why: the run then ends
+// at once, failed (or stopped), instead of staying running with its result lost.
 func (r *Runner) report(ctx context.Context, log *slog.Logger, rep RunReport) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReportTimeout)
 	defer cancel()
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	replaced := false
 	for {
 		err := r.sendReport(ctx, rep)
 		switch {
 		case err == nil:
 			log.Debug("run reported", "status", rep.Status)
 			return
+		case (errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge)) && !replaced:
+			log.Error("the coordinator refused the run's report; reporting the run without its result", "status", rep.Status, "err", err)
+			replaced = true
+			status := RunFailed
+			if rep.Status == RunStopped {
+				status = RunStopped
+			}
+			rep = RunReport{RunnerID: rep.RunnerID, RunID: rep.RunID, Status: status,
+				Error: cutEncoded(fmt.Sprintf("the coordinator refused the run's %s report (%v); its result is lost", rep.Status, err), maxReportError)}
+			continue
 		case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge):
 			log.Warn("run report refused", "status", rep.Status, "err", err)
 			return
@@ -588,6 +621,16 @@ func (r *Runner) invocation(asg *Assignment) (*Invocation, error) {
 	}
 	if b == nil {
 		return nil, fmt.Errorf("the coordinator sent no blueprint for agent %q", run.AgentName)
+	}
+	// The coordinator checked the run's environment; a runner checks again, against the blueprint it
+	// executes (its own, for a deterministic agent), so that a coordinator that does not check cannot
+	// decide what its host runs.
+	env, err := metadataEnv(run.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.CheckRunEnv(env); err != nil {
+		return nil, err
 	}
 	dir := run.ProjectDir
 	if dir == "" {

@@ -58,7 +58,9 @@ type Result struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Error says what went wrong, when something did.
 	Error string `json:"error,omitempty"`
-	// Truncated is true when ResultText was cut at the executor's output limit.
+	// Truncated is true when the output was cut to fit a limit — the executor's output limit, or the
+	// coordinator's result limit: ResultText then holds a prefix of the output (possibly none) and
+	// ResultData may be absent. An output_truncated event of the session says what was cut.
 	Truncated bool `json:"truncated,omitempty"`
 	// ValidationErrors are the output_schema failures, when the output did not validate.
 	ValidationErrors []FieldError `json:"validation_errors,omitempty"`

@@ -617,6 +617,7 @@ type runnerOpts struct {
 	projectDir string   // default: <cluster>/<name>/project
 	token      string
 	args       []string // more flags (later flags win)
+	env        []string // more environment variables, NAME=value (later ones win)
 }
 
 type runner struct {
@@ -656,8 +657,10 @@ func (c *cluster) startRunner(co *coordinator, o runnerOpts) *runner {
 		args = append(args, "-token", o.token)
 	}
 	args = append(args, o.args...)
-	// ao-file-stats and ao-web-crawler are looked up on PATH; the runner's own token must come from the flag.
-	r.proc = c.start(o.name, "runner", args, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "ORCHESTRATOR_RUNNER_TOKEN=")
+	// ao-file-stats and ao-web-crawler are looked up on PATH; the runner's own token must come from the flag
+	// (or from o.env).
+	env := append([]string{"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"), "ORCHESTRATOR_RUNNER_TOKEN="}, o.env...)
+	r.proc = c.start(o.name, "runner", args, env...)
 	r.id = c.waitRunnerOnline(co, r.proc, r.projectDir)
 	return r
 }

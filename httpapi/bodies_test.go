@@ -31,7 +31,7 @@ var bodyRoutes = map[string]bool{
 func TestBadBodiesEveryRoute(t *testing.T) {
 	t.Parallel()
 	const limit = 4 << 10
-	env := newEnv(t, Config{MaxBodyBytes: limit}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxBodyBytes: limit, MaxReportBytes: limit}, orchestrator.CoordinatorConfig{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("some-agent")))
 

@@ -50,7 +50,10 @@
 // # Conventions
 //
 // Durations in queries are Go durations ("30s") or seconds ("30", "1.5"); waits above [Config.MaxWait]
-// are 400. Bodies are limited to [Config.MaxBodyBytes] (413 beyond). Bodies are decoded leniently —
+// are 400. Bodies are limited to [Config.MaxBodyBytes] (413 beyond), the reports that carry a run's result
+// to [Config.MaxReportBytes], which follows the coordinator's result limit; a registering runner is told
+// that limit (max_result_bytes) and cuts its results to fit. In POST /runner/reports each report is
+// accepted or refused (result_too_large, 413) on its own. Bodies are decoded leniently —
 // unknown fields are ignored, for forward compatibility — except blueprints, where a misspelt key is an
 // error; wrong types, malformed JSON and trailing data are 400 with a message that names the problem. The
 // Content-Type of a request is not checked (curl -d sends form encoding).

@@ -66,6 +66,10 @@ func FuzzDecodeStartRun(f *testing.F) {
 		`{"agent_name":"web-crawler","mode":"resume","session_id":"ses_x"}`,
 		`{"agent_name":"helper","prompt":"x","mode":"async_callback","parent_session_id":"ses_x"}`,
 		`{"agent_name":"helper","prompt":"x","demands":{"tags":["a"],"hostname":"h"},"metadata":{"env":{"A":"b"}}}`,
+		`{"agent_name":"helper","prompt":"x","metadata":{"env":{"GREETING":"hi"}}}`,
+		`{"agent_name":"web-crawler","parameters":{"url":"https://example.com"},"metadata":{"env":{"LD_PRELOAD":"/tmp/x.so","path":"/tmp"}}}`,
+		`{"agent_name":"web-crawler","parameters":{"url":"https://example.com"},"metadata":{"env":{"BASH_FUNC_ls%%":"() { id; }","":"x","A=B":"c"}}}`,
+		`{"agent_name":"helper","mode":"resume","session_id":"ses_x","metadata":{"env":{"PYTHONWARNINGS":"ignore"}}}`,
 		`{"agent_name":"helper","prompt":"x","output_schema":{"type":"strang"}}`,
 		`{"agent_name":"helper","prompt":"x","callback_url":"ftp://x"}`,
 		`{"agent_name":"helper","parameters":[1,2]}`,
@@ -90,6 +94,8 @@ func FuzzDecodeBlueprint(f *testing.F) {
 		`{"name":"w3","parameters_schema":{"type":"object","properties":{"prompt":{"type":"string"}}},"output_retries":3}`,
 		`{"name":"w4","demands":{"runner_id":"x"}}`,
 		`{"name":"w5","mcp_servers":{"a":{"command":"x"}},"executor_config":{"model":"m"}}`,
+		`{"name":"w6","allowed_env":["GREETING"]}`,
+		`{"name":"w7","allowed_env":["NODE_OPTIONS","1X"]}`,
 	)
 }
 

@@ -24,8 +24,16 @@ type Config struct {
 	// Authenticator replaces the token check when set (the runner's gateway scopes each request to one
 	// run). Tokens is then ignored.
 	Authenticator Authenticator
-	// MaxBodyBytes bounds a request body; a larger one is 413. Default 2 MiB.
+	// MaxBodyBytes bounds a request body; a larger one is 413. Default 2 MiB. The routes that carry a run's
+	// result have their own bound, MaxReportBytes.
 	MaxBodyBytes int64
+	// MaxReportBytes bounds the body of the routes that carry a run's result (POST
+	// /runner/runs/{id}/completed, /failed, /stopped and POST /runner/reports). Default: twice the
+	// coordinator's result limit (orchestrator.Limits.MaxResultBytes, read from the coordinator's Limits
+	// method when it has one, else the default 8 MiB) plus 1 MiB for the rest of the report; never below
+	// MaxBodyBytes. A runner is told at registration the largest result, as JSON, it may send
+	// (orchestrator.Registration.MaxResultBytes): the coordinator's limit, and within this one.
+	MaxReportBytes int64
 	// MaxWait caps the wait parameter of long-polling requests (GET /sessions/{id}/result?wait=, GET
 	// /runner/runs?wait=, POST /runs?wait=, GET /sessions/{id}/events?wait=); a larger one is 400. It is
 	// also the wait of a sync POST /runs that names none. Default 5m; keep [ClientConfig.MaxWait] equal.
@@ -52,6 +60,31 @@ type Config struct {
 
 // DefaultMaxBodyBytes is the default of [Config.MaxBodyBytes].
 const DefaultMaxBodyBytes = 2 << 20
+
+// reportEnvelopeBytes is the room a report needs beside its result: ids, status, an error message.
+const reportEnvelopeBytes = 1 << 20
+
+// resultRoutes carry a run's result: their bodies are bounded by [Config.MaxReportBytes].
+var resultRoutes = map[string]bool{
+	"POST /runner/runs/{id}/completed": true,
+	"POST /runner/runs/{id}/failed":    true,
+	"POST /runner/runs/{id}/stopped":   true,
+	"POST /runner/reports":             true,
+}
+
+// withReportLimit sets MaxReportBytes after the coordinator's result limit, and returns the largest
+// result a runner may send within both (what registrations announce).
+func (c Config) withReportLimit(coord orchestrator.Coordinator) (Config, int64) {
+	resultLimit := int64(orchestrator.DefaultLimits.MaxResultBytes)
+	if l, ok := coord.(interface{ Limits() orchestrator.Limits }); ok && l.Limits().MaxResultBytes > 0 {
+		resultLimit = int64(l.Limits().MaxResultBytes)
+	}
+	if c.MaxReportBytes <= 0 {
+		c.MaxReportBytes = 2*resultLimit + reportEnvelopeBytes
+	}
+	c.MaxReportBytes = max(c.MaxReportBytes, c.MaxBodyBytes)
+	return c, min(resultLimit, c.MaxReportBytes-min(reportEnvelopeBytes, c.MaxReportBytes/2))
+}
 
 // DefaultMaxWait is the default of [Config.MaxWait] and [ClientConfig.MaxWait].
 const DefaultMaxWait = 5 * time.Minute
@@ -87,6 +120,8 @@ type server struct {
 	cfg   Config
 	log   *slog.Logger
 	polls *longPolls // nil: no limit
+	// maxResult is the largest result, as JSON, a registering runner is told it may report.
+	maxResult int64
 }
 
 // NewHandler returns the coordinator's HTTP API over coord (DESIGN §4): agents, runs, sessions, events
@@ -95,8 +130,8 @@ type server struct {
 // text, …details} with a status from the error's kind; unknown routes are 404 and wrong methods 405, in
 // the same shape.
 func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
-	cfg = cfg.withDefaults()
-	s := &server{coord: coord, cfg: cfg, log: cfg.Logger}
+	cfg, maxResult := cfg.withDefaults().withReportLimit(coord)
+	s := &server{coord: coord, cfg: cfg, log: cfg.Logger, maxResult: maxResult}
 	if cfg.MaxLongPolls > 0 {
 		s.polls = &longPolls{max: cfg.MaxLongPolls, n: map[string]int{}}
 	}
@@ -167,6 +202,10 @@ func (c *capture) WriteHeader(status int) {
 }
 
 func (s *server) wrap(rd routeDef) http.Handler {
+	limit := s.cfg.MaxBodyBytes
+	if resultRoutes[rd.String()] {
+		limit = s.cfg.MaxReportBytes
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rd.Public && s.cfg.Authenticator != nil {
 			ar, err := s.cfg.Authenticator.Authenticate(r, rd.Route)
@@ -189,7 +228,7 @@ func (s *server) wrap(rd routeDef) http.Handler {
 			defer release()
 		}
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		if err := rd.h(s, w, r); err != nil {
 			writeError(w, r, s.log, err)

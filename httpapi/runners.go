@@ -54,6 +54,10 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) error {
 	if out.Blueprints == nil {
 		out.Blueprints = []orchestrator.RegisteredBlueprint{}
 	}
+	// The runner must cut its results to what both the coordinator and this handler's body limit accept.
+	if out.MaxResultBytes <= 0 || out.MaxResultBytes > s.maxResult {
+		out.MaxResultBytes = s.maxResult
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

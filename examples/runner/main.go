@@ -12,13 +12,17 @@
 //
 // Programs are looked up on PATH and run in -project-dir. Each run's processes reach the coordinator only
 // through the runner's loopback gateway (AGENT_ORCHESTRATOR_API_URL, AGENT_ORCHESTRATOR_TOKEN); the
-// runner's own token never reaches them. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace),
-// stop the rest, deregister.
+// runner's own token never reaches their environment. The token comes from -token-file (best: a file of
+// mode 0600), -token (visible to other users in /proc/<pid>/cmdline) or ORCHESTRATOR_RUNNER_TOKEN. With
+// -run-as USER (the runner must be root) the programs run as that user, who can read neither the runner's
+// environment nor its token file. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace), stop
+// the rest, deregister.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,6 +37,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/claudecode"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 	"github.com/agentorchestrator/orchestrator/executor/process"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
@@ -44,6 +49,7 @@ type opts struct {
 	coordURL, token, dir            string
 	executor, claude, mcpURL, xconf string
 	stopGrace                       time.Duration
+	iso                             isolation.Config
 }
 
 func main() {
@@ -51,7 +57,9 @@ func main() {
 	wd, _ := os.Getwd()
 	var o opts
 	flag.StringVar(&o.coordURL, "coordinator", "http://127.0.0.1:8765", "coordinator base URL")
-	flag.StringVar(&o.token, "token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token")
+	flag.StringVar(&o.token, "token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token (other users can read it in /proc: prefer -token-file)")
+	tokenFile := flag.String("token-file", "", "file holding the runner bearer token (mode 0600)")
+	runAs := flag.String("run-as", "", "run the runs' processes as this user (name or uid); the runner must be root")
 	flag.StringVar(&o.dir, "blueprints-dir", filepath.Join(home, ".agent-runner", "blueprints"), "folder of *.json blueprints")
 	flag.StringVar(&o.executor, "executor", "deterministic", `"deterministic", "claude-code", or the path of an external executable`)
 	flag.StringVar(&o.claude, "claude", "claude", "Claude Code CLI (-executor claude-code)")
@@ -68,6 +76,10 @@ func main() {
 	flag.DurationVar(&o.stopGrace, "stop-grace", 5*time.Second, "SIGTERM to SIGKILL delay when a run is stopped")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := secure(&o, *tokenFile, *runAs, log); err != nil {
+		log.Error("runner failed", "err", err)
+		os.Exit(1)
+	}
 	if *tags != "" {
 		cfg.Tags = strings.Split(*tags, ",")
 	}
@@ -82,13 +94,52 @@ func main() {
 	}
 }
 
+// secure reads the token from -token-file when given, hides the token's value from the runs' processes
+// (whatever variable holds it) and, with -run-as, has them run as that user.
+func secure(o *opts, tokenFile, runAs string, log *slog.Logger) error {
+	if tokenFile != "" {
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "token" {
+				tokenFile = "" // flagged below
+			}
+		})
+		if tokenFile == "" {
+			return errors.New("give -token or -token-file, not both")
+		}
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("-token-file: %w", err)
+		}
+		if o.token = strings.TrimSpace(string(b)); o.token == "" {
+			return fmt.Errorf("-token-file %s is empty", tokenFile)
+		}
+		if fi, err := os.Stat(tokenFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("the token file is readable by other users; make it mode 0600", "file", tokenFile, "mode", fi.Mode().Perm())
+		}
+	}
+	if o.token != "" {
+		o.iso.HiddenValues = []string{o.token}
+	}
+	if runAs != "" {
+		u, err := isolation.LookupUser(runAs)
+		if err != nil {
+			return fmt.Errorf("-run-as: %w", err)
+		}
+		if err := u.Check(); err != nil {
+			return fmt.Errorf("-run-as: %w", err)
+		}
+		o.iso.User = u
+	}
+	return nil
+}
+
 // newExecutor builds the executor -executor names and returns the executor type to register.
 func newExecutor(o opts, log *slog.Logger) (orchestrator.Executor, string, error) {
 	switch o.executor {
 	case "deterministic":
-		return deterministic.New(deterministic.Config{StopGrace: o.stopGrace, Logger: log}), "deterministic", nil
+		return deterministic.New(deterministic.Config{StopGrace: o.stopGrace, Isolation: o.iso, Logger: log}), "deterministic", nil
 	case "claude-code":
-		c := claudecode.Config{ClaudePath: o.claude, StopGrace: o.stopGrace, Logger: log}
+		c := claudecode.Config{ClaudePath: o.claude, StopGrace: o.stopGrace, Isolation: o.iso, Logger: log}
 		if o.mcpURL != "" {
 			c.MCPServerURL = func(*orchestrator.Invocation) string { return o.mcpURL }
 		}
@@ -100,7 +151,7 @@ func newExecutor(o opts, log *slog.Logger) (orchestrator.Executor, string, error
 			return nil, "", fmt.Errorf("-executor-config must be a JSON object: %w", err)
 		}
 	}
-	return process.New(process.Config{Path: o.executor, Config: conf, StopGrace: o.stopGrace, Logger: log}), "process", nil
+	return process.New(process.Config{Path: o.executor, Config: conf, StopGrace: o.stopGrace, Isolation: o.iso, Logger: log}), "process", nil
 }
 
 func run(ctx context.Context, log *slog.Logger, o opts, announce bool, cfg orchestrator.RunnerConfig) error {

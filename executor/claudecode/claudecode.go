@@ -10,9 +10,10 @@
 //	    [--append-system-prompt=<system_prompt> | --system-prompt=…] [--mcp-config <file>]
 //
 // with the flags chosen by the blueprint's executor_config (below) and its system_prompt,
-// in the run's project directory, leading its own process group, with the runner's environment plus the
-// invocation's (AGENT_SESSION_ID, AGENT_RUN_ID, the gateway's URL and token), so that the commands the
-// agent runs can reach the orchestrator too.
+// in the run's project directory, leading its own process group, with the runner's environment (without
+// its credentials, and as another user with [Config].Isolation) plus the invocation's (AGENT_SESSION_ID,
+// AGENT_RUN_ID, the gateway's URL and token), so that the commands the agent runs can reach the
+// orchestrator too.
 //
 //   - The prompt is rendered from the run's parameters ([RenderPrompt]): parameters.prompt, then the other
 //     parameters as a JSON <inputs> block, then — when the run has an output schema — instructions to answer
@@ -76,6 +77,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // ResultType is the result_type of every result this executor returns.
@@ -116,6 +118,10 @@ type Config struct {
 	// MaxStderrLine caps the length in bytes of one stderr line in an event. Zero means
 	// DefaultMaxStderrLine (16 KiB).
 	MaxStderrLine int
+	// Isolation keeps the CLI from the runner: the runner's credentials are not inherited and, with
+	// Isolation.User, the CLI runs as another user, who is given the run's MCP configuration (see
+	// executor/isolation). The zero value hides the orchestrator's token variables.
+	Isolation isolation.Config
 	// Logger receives the executor's diagnostics. Nil discards them.
 	Logger *slog.Logger
 }
@@ -198,7 +204,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		sink:    events,
 		emitCtx: context.WithoutCancel(ctx),
 		log:     e.cfg.Logger.With("session_id", inv.SessionID, "run_id", inv.RunID, "agent", inv.AgentName),
-		env:     proc.Environ(inv.Env),
+		env:     proc.Environ(e.cfg.Isolation, inv.Env),
 	}
 	if inv.Mode == orchestrator.RunTypeResume {
 		if inv.ExecutorSessionID == "" {
@@ -233,6 +239,12 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	mcpPath, err := writeMCPConfig(dir, inv.Blueprint.MCPServers, e.cfg.MCPServerName, url, inv)
 	if err != nil {
 		return nil, err
+	}
+	// The CLI reads its MCP configuration (private: it holds the run's token) as the user it runs as.
+	if mcpPath != "" {
+		if err := proc.GiveTo(e.cfg.Isolation.User, dir, mcpPath); err != nil {
+			return nil, err
+		}
 	}
 	r.flags = opts.args(inv.Blueprint.SystemPrompt)
 	if mcpPath != "" {
@@ -303,6 +315,7 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 		Stdout:    stream.read,
 		Stderr:    pump.Read,
 		StopGrace: e.cfg.StopGrace,
+		User:      e.cfg.Isolation.User,
 		Logger:    r.log,
 	})
 	pump.Finish()

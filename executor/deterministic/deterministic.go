@@ -7,9 +7,11 @@
 //   - argv is the blueprint's command split into words ([orchestrator.SplitCommand]) followed by the
 //     parameters as flags ([BuildArgs], [ParameterArgs]). The program is executed directly, never through a
 //     shell; argv[0] is looked up in the PATH of the run's own environment.
-//   - The environment is the runner's own (os.Environ), then the blueprint's Env, then the run's
-//     metadata.env (an object of strings), then the invocation's Env (AGENT_SESSION_ID, AGENT_RUN_ID, the
-//     gateway URL): later sources win.
+//   - The environment is the runner's own (os.Environ) without its credentials ([Config].Isolation), then
+//     the blueprint's Env, then the run's metadata.env (an object of strings, whose names the blueprint's
+//     allowed_env must list: [orchestrator.Blueprint.CheckRunEnv]), then the invocation's Env
+//     (AGENT_SESSION_ID, AGENT_RUN_ID, the gateway URL): later sources win.
+//   - With [Config].Isolation.User the program runs as that user.
 //   - The working directory is the invocation's ProjectDir, when set.
 //   - The parameters JSON (followed by a newline) is written to stdin, which is then closed, so a program
 //     may take its input either way. A program that does not read stdin is fine.
@@ -17,7 +19,8 @@
 //     runs. Lines longer than [Config].MaxStderrLine are cut, with a marker saying how much was cut.
 //   - stdout, up to [Config].MaxOutputBytes, is the result's ResultText; when it is JSON (after trimming
 //     white space) it is also ResultData. Beyond the limit stdout is read and discarded, Result.Truncated is
-//     set and ResultData is left empty: a prefix of a JSON document is not the document.
+//     set, an [orchestrator.EventOutputTruncated] event gives the sizes, and ResultData is left empty: a
+//     prefix of a JSON document is not the document.
 //   - Exit code 0 completes the run; any other fails it with the last stderr lines as the error (or "exit
 //     code N" when there are none). ExitCode is always set, -1 when the process did not exit by itself.
 //   - With an output schema (the invocation's OutputSchema, which the coordinator chose), stdout of a
@@ -53,6 +56,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // ResultType is the result_type of every result this executor returns.
@@ -78,6 +82,10 @@ type Config struct {
 	// dropped and the event says how much. Zero means DefaultMaxStderrLine (16 KiB); values below 64 are
 	// raised to 64.
 	MaxStderrLine int
+	// Isolation keeps programs from the runner: the runner's credentials are not inherited and, with
+	// Isolation.User, programs run as another user (see executor/isolation). The zero value hides the
+	// orchestrator's token variables.
+	Isolation isolation.Config
 	// Logger receives the executor's own diagnostics (sink errors, dropped lines, kill failures). Nil
 	// discards them.
 	Logger *slog.Logger
@@ -132,7 +140,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if err != nil {
 		return nil, err
 	}
-	env, err := buildEnv(inv)
+	env, err := e.buildEnv(inv)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +174,7 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 		Stderr:    pump.Read,
 		Timeout:   inv.Blueprint.Timeout(),
 		StopGrace: e.cfg.StopGrace,
+		User:      e.cfg.Isolation.User,
 		Logger:    log,
 	})
 	pump.Finish()
@@ -176,6 +185,17 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 	res := &orchestrator.Result{ResultType: ResultType}
 	text, truncated := stdout.result()
 	res.ResultText, res.Truncated = string(text), truncated
+	if truncated {
+		ev := orchestrator.NewEvent(orchestrator.EventOutputTruncated, map[string]any{
+			"by": "executor", "stream": "stdout", "output_bytes": stdout.total, "kept_bytes": len(text),
+			"limit_bytes": e.cfg.MaxOutputBytes,
+			"message":     fmt.Sprintf("stdout was %d bytes, over the executor's limit of %d: result_text keeps the first %d, result_data is left out", stdout.total, e.cfg.MaxOutputBytes, len(text)),
+		})
+		ev.SessionID, ev.Time = inv.SessionID, orchestrator.Now()
+		if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
+			log.Warn("emit output_truncated event", "error", err)
+		}
+	}
 	if !truncated {
 		if t := bytes.TrimSpace(text); len(t) > 0 && json.Valid(t) {
 			res.ResultData = json.RawMessage(bytes.Clone(t))
@@ -250,14 +270,19 @@ func (c *capture) result() ([]byte, bool) {
 	return b, c.truncated
 }
 
-// buildEnv layers the run's environment: os.Environ, the blueprint's Env, metadata.env, the invocation's
-// Env. Later layers override earlier ones, in place, so each name appears once.
-func buildEnv(inv *orchestrator.Invocation) ([]string, error) {
+// buildEnv layers the run's environment: the runner's (without its credentials), the blueprint's Env,
+// metadata.env, the invocation's Env. Later layers override earlier ones, in place, so each name appears
+// once. metadata.env must keep to the blueprint's allowed_env, as the coordinator already checked: a
+// runner does not run what its own blueprint does not allow.
+func (e *Executor) buildEnv(inv *orchestrator.Invocation) ([]string, error) {
 	metaEnv, err := metadataEnv(inv.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	return proc.Environ(inv.Blueprint.Env, metaEnv, inv.Env), nil
+	if err := inv.Blueprint.CheckRunEnv(metaEnv); err != nil {
+		return nil, err
+	}
+	return proc.Environ(e.cfg.Isolation, inv.Blueprint.Env, metaEnv, inv.Env), nil
 }
 
 // metadataEnv reads metadata.env: an object whose values are strings.

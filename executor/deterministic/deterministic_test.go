@@ -22,6 +22,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 func TestConformance(t *testing.T) {
@@ -211,12 +212,27 @@ func TestStderrStreamsWhileRunning(t *testing.T) {
 func TestStdoutCapTruncates(t *testing.T) {
 	t.Parallel()
 	ex := New(Config{MaxOutputBytes: 1000, Logger: testLogger(t)})
-	res, _ := mustRun(t, ex, helperInvocation(t, `{}`, "flood", "1048576"))
+	res, s := mustRun(t, ex, helperInvocation(t, `{}`, "flood", "1048576"))
 	if res.Failed() {
 		t.Fatalf("flood failed: %q (exit %d); a program beyond the cap must be drained, not failed", res.Error, exitCode(res))
 	}
 	if !res.Truncated || len(res.ResultText) != 1000 || res.ResultData != nil {
 		t.Errorf("Truncated = %v, len(ResultText) = %d, ResultData = %q; want true, 1000, none", res.Truncated, len(res.ResultText), res.ResultData)
+	}
+	var cut []orchestrator.Event
+	for _, ev := range s.all() {
+		if ev.Type == orchestrator.EventOutputTruncated {
+			cut = append(cut, ev)
+		}
+	}
+	var d struct {
+		By          string `json:"by"`
+		OutputBytes int64  `json:"output_bytes"`
+		KeptBytes   int64  `json:"kept_bytes"`
+		LimitBytes  int64  `json:"limit_bytes"`
+	}
+	if len(cut) != 1 || cut[0].DecodeData(&d) != nil || d.By != "executor" || d.OutputBytes != 1048576 || d.KeptBytes != 1000 || d.LimitBytes != 1000 {
+		t.Errorf("output_truncated events %v (%+v), want one with the sizes", cut, d)
 	}
 
 	t.Run("JSON under the cap is parsed", func(t *testing.T) {
@@ -322,7 +338,9 @@ func TestEnvironment(t *testing.T) {
 	inv := helperInvocation(t, `{}`, "env", "A,B,C,AGENT_SESSION_ID,AGENT_RUN_ID,"+helperEnv)
 	inv.Blueprint.Env["A"] = "blueprint"
 	inv.Blueprint.Env["B"] = "blueprint"
-	inv.Metadata = json.RawMessage(`{"owner":"x","env":{"B":"metadata","C":"metadata","AGENT_SESSION_ID":"spoofed"}}`)
+	inv.Blueprint.Env["AGENT_SESSION_ID"] = "spoofed"
+	inv.Blueprint.AllowedEnv = []string{"B", "C"}
+	inv.Metadata = json.RawMessage(`{"owner":"x","env":{"B":"metadata","C":"metadata"}}`)
 	inv.Env = map[string]string{orchestrator.EnvSessionID: "ses_real", orchestrator.EnvRunID: "run_real"}
 	res, _ := mustRun(t, New(Config{}), inv)
 	var got map[string]string
@@ -333,6 +351,63 @@ func TestEnvironment(t *testing.T) {
 		"AGENT_SESSION_ID": "ses_real", "AGENT_RUN_ID": "run_real", helperEnv: "1"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("env = %v, want %v", got, want)
+	}
+}
+
+// metadata.env may set only what the blueprint's allowed_env lists, and never a name that changes which
+// code runs: the executor checks again what the coordinator checked, and starts nothing when it fails.
+func TestEnvironmentNotAllowed(t *testing.T) {
+	t.Parallel()
+	for _, md := range []string{
+		`{"env":{"D":"x"}}`, `{"env":{"LD_PRELOAD":"/tmp/x.so"}}`, `{"env":{"BASH_ENV":"/tmp/x"}}`,
+		`{"env":{"PATH":"/tmp"}}`, `{"env":{"PYTHONWARNINGS":"x"}}`, `{"env":{"B":"ok","ld_preload":"/tmp/x.so"}}`,
+	} {
+		dir := t.TempDir()
+		inv := helperInvocation(t, `{}`, "env", "B")
+		inv.Blueprint.AllowedEnv = []string{"B"}
+		inv.ProjectDir = dir
+		inv.Metadata = json.RawMessage(md)
+		s := newSink()
+		res, err := New(Config{}).Execute(t.Context(), inv, s)
+		var oe *orchestrator.Error
+		if !errors.As(err, &oe) || oe.Code != "env_not_allowed" || !errors.Is(err, orchestrator.ErrInvalid) {
+			t.Errorf("metadata %s: Execute = %+v, %v; want an env_not_allowed error", md, res, err)
+			continue
+		}
+		if len(s.all()) != 0 {
+			t.Errorf("metadata %s: events %v, want none: nothing may run", md, s.all())
+		}
+	}
+}
+
+// The runner's credentials are not inherited (executor/isolation has the details).
+func TestEnvironmentHidesCredentials(t *testing.T) {
+	const token = "runner-token-for-deterministic-test"
+	t.Setenv("ORCHESTRATOR_RUNNER_TOKEN", token)
+	t.Setenv("DETERMINISTIC_TEST_COPY", token)
+	inv := helperInvocation(t, `{}`, "env", "ORCHESTRATOR_RUNNER_TOKEN,DETERMINISTIC_TEST_COPY")
+	res, _ := mustRun(t, New(Config{Isolation: isolation.Config{HiddenValues: []string{token}}}), inv)
+	if strings.Contains(res.ResultText, token) {
+		t.Errorf("the program saw the runner's token: %s", res.ResultText)
+	}
+}
+
+// With Isolation.User the command runs as that user, with its HOME.
+func TestRunAsUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("running a command as another user needs root; CI runs the tests as root")
+	}
+	u, err := isolation.LookupUser("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	inv := helperInvocation(t, `{}`)
+	inv.Blueprint.Command = `/bin/sh -c 'id -u; echo "$HOME"'`
+	inv.ProjectDir = "/"
+	res, _ := mustRun(t, New(Config{Isolation: isolation.Config{User: u}}), inv)
+	if want := fmt.Sprintf("%d\n%s\n", u.UID, u.HomeDir); res.ResultText != want {
+		t.Errorf("output %q, want %q", res.ResultText, want)
 	}
 }
 

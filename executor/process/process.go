@@ -5,9 +5,10 @@
 //   - For each run the runner starts the configured program (directly, never through a shell, leading its
 //     own process group, in the run's project directory) and writes one JSON document, [Input], to its
 //     stdin, which it then closes.
-//   - The environment is the runner's own plus AGENT_SESSION_ID, AGENT_RUN_ID, AGENT_ORCHESTRATOR_API_URL
-//     and AGENT_ORCHESTRATOR_TOKEN (the runner's gateway and the run's token, when the runner has a
-//     gateway) and AGENT_RESULT_FILE.
+//   - The environment is the runner's own, without its credentials ([Config].Isolation), plus
+//     AGENT_SESSION_ID, AGENT_RUN_ID, AGENT_ORCHESTRATOR_API_URL and AGENT_ORCHESTRATOR_TOKEN (the runner's
+//     gateway and the run's token, when the runner has a gateway) and AGENT_RESULT_FILE. With
+//     [Config].Isolation.User the program runs as that user, who owns the result file's directory.
 //   - The program posts its events — messages, progress, tool calls, an executor_session event that makes
 //     the session resumable, a result event — to the gateway (POST {gateway_url}/sessions/{session_id}/events
 //     with the token as a bearer token) while it works, and exits: status 0 completes the run, any other
@@ -48,6 +49,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // SchemaVersion is the version of the stdin protocol this package speaks ([Input].SchemaVersion).
@@ -85,6 +87,10 @@ type Config struct {
 	// MaxResultBytes caps the size of the result file. Zero or negative means DefaultMaxResultBytes (8 MiB,
 	// the coordinator's default result limit).
 	MaxResultBytes int64
+	// Isolation keeps programs from the runner: the runner's credentials are not inherited and, with
+	// Isolation.User, programs run as another user, who is given the run's result file (see
+	// executor/isolation). The zero value hides the orchestrator's token variables.
+	Isolation isolation.Config
 	// Logger receives the executor's diagnostics and the programs' stdout, at debug level. Nil discards
 	// them.
 	Logger *slog.Logger
@@ -196,8 +202,12 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// The program writes its result file into dir: a program running as another user needs it as its own.
+	if err := proc.GiveTo(e.cfg.Isolation.User, dir); err != nil {
+		return nil, err
+	}
 	resultPath := filepath.Join(dir, "result.json")
-	env := proc.Environ(inv.Env, map[string]string{EnvResultFile: resultPath})
+	env := proc.Environ(e.cfg.Isolation, inv.Env, map[string]string{EnvResultFile: resultPath})
 	path, err := proc.LookPath(e.cfg.Path, proc.Lookup(env, "PATH"))
 	if err != nil {
 		return nil, err
@@ -220,6 +230,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		Stderr:    pump.Read,
 		Timeout:   inv.Blueprint.Timeout(),
 		StopGrace: e.cfg.StopGrace,
+		User:      e.cfg.Isolation.User,
 		Logger:    log,
 	})
 	pump.Finish()
@@ -227,7 +238,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		return nil, fmt.Errorf("start %s: %w", e.cfg.Path, err)
 	}
 
-	file, fileErr := e.readResult(resultPath)
+	file, fileErr := e.readResult(resultPath, e.cfg.Isolation.User)
 	if file != nil && file.ExecutorSessionID != "" {
 		ev := orchestrator.NewEvent(orchestrator.EventExecutorSession, map[string]string{"executor_session_id": file.ExecutorSessionID})
 		ev.SessionID, ev.Time = inv.SessionID, orchestrator.Now()
@@ -309,9 +320,10 @@ func (e *Executor) input(inv *orchestrator.Invocation, resultPath string) *Input
 	}
 }
 
-// readResult reads the result file: nil, nil when the program wrote none.
-func (e *Executor) readResult(path string) (*ResultFile, error) {
-	f, err := os.Open(path)
+// readResult reads the result file: nil, nil when the program wrote none. The program chose what is at
+// path: a symbolic link or anything but a regular file (of the program's user) is refused.
+func (e *Executor) readResult(path string, u *isolation.User) (*ResultFile, error) {
+	f, err := proc.OpenOutput(path, u)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/executortest"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // The tests run the test binary itself as the external program (go-plugin's TestHelperProcess pattern).
@@ -364,5 +367,55 @@ func TestExecuteErrors(t *testing.T) {
 	missing := New(Config{Path: "ao-no-such-executor-4f1c"})
 	if _, err := missing.Execute(t.Context(), invocation("echo", `{}`), nil); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("Execute with a missing program: error = %v, want not found", err)
+	}
+}
+
+// shellExecutor runs script with /bin/sh for every run, optionally as another user.
+func shellExecutor(t *testing.T, script string, u *isolation.User) *Executor {
+	t.Helper()
+	return New(Config{
+		Path:      "/bin/sh",
+		Args:      []string{"-c", script},
+		Isolation: isolation.Config{User: u},
+		Logger:    slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+}
+
+// The result file is whatever the program put at its path: a symbolic link is refused, never followed
+// (it could point the runner at any file it can read), and so is a FIFO (which would block it).
+func TestResultFileNotFollowed(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"result_text":"the runner's secret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{`ln -s ` + secret + ` "$AGENT_RESULT_FILE"`, `mkfifo "$AGENT_RESULT_FILE"`} {
+		inv := invocation("", `{}`)
+		inv.ProjectDir = "/"
+		res, err := shellExecutor(t, script, nil).Execute(t.Context(), inv, nil)
+		if err != nil || res == nil || !strings.Contains(res.Error, "result file") || strings.Contains(res.ResultText, "secret") {
+			t.Errorf("%s: Execute = %+v, %v; want a failed result that reads nothing", script, res, err)
+		}
+	}
+}
+
+// With Isolation.User the program runs as that user, who can write the result file the runner reads.
+func TestRunAsUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("running a program as another user needs root; CI runs the tests as root")
+	}
+	u, err := isolation.LookupUser("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	inv := invocation("", `{}`)
+	inv.ProjectDir = "/"
+	res, err := shellExecutor(t, `printf '{"result_text":"%s"}' "$(id -u)" > "$AGENT_RESULT_FILE"`, u).Execute(t.Context(), inv, nil)
+	if err != nil || res == nil || res.Failed() {
+		t.Fatalf("Execute = %+v, %v; want success", res, err)
+	}
+	if want := strconv.Itoa(int(u.UID)); res.ResultText != want {
+		t.Errorf("result_text %q, want the uid of %s, %s", res.ResultText, u, want)
 	}
 }

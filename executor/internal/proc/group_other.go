@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // group falls back to the single child process where process groups do not exist: grandchildren are not
@@ -14,6 +16,14 @@ import (
 type group struct{ p *os.Process }
 
 func prepareGroup(*exec.Cmd) {}
+
+// runAs refuses to switch users: only Unix systems can.
+func runAs(_ *exec.Cmd, u *isolation.User) error {
+	if u != nil {
+		return errors.New("running programs as another user is supported on Unix only")
+	}
+	return nil
+}
 
 func groupOf(p *os.Process) group { return group{p: p} }
 
@@ -34,3 +44,15 @@ func describe(ps *os.ProcessState) string {
 }
 
 func isBrokenPipe(error) bool { return false }
+
+// OpenOutput opens a file a program wrote for its executor to read, when it is a regular file.
+func OpenOutput(path string, _ *isolation.User) (*os.File, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return os.Open(path)
+}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
+
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // group is the child's process group: the child leads a new group (Setpgid), so every process it starts
@@ -19,6 +22,18 @@ func prepareGroup(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+}
+
+// runAs makes the program run as u (nil: the runner's own user), with u's groups.
+func runAs(cmd *exec.Cmd, u *isolation.User) error {
+	if u == nil {
+		return nil
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: slices.Clone(u.Groups)}
+	return nil
 }
 
 func groupOf(p *os.Process) group { return group{pgid: p.Pid} }
@@ -49,3 +64,32 @@ func describe(ps *os.ProcessState) string {
 }
 
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
+
+// OpenOutput opens a file a program wrote for its executor to read (executor/process's result file). The
+// program chose what is at that path, so it is opened only when it is a regular file — not a symbolic
+// link, which could point the runner at any file it may read, nor a FIFO or device, which could block it —
+// and, when the program ran as u, only when u owns it: a hard link to someone else's file is refused.
+func OpenOutput(path string, u *isolation.User) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file", path)
+	case u != nil:
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != u.UID {
+			err = fmt.Errorf("%s belongs to uid %d, not to %s", path, st.Uid, u)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -11,6 +11,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 // PipeDrainTimeout is how long [Run] waits, after the process group is gone, for the pipes to reach EOF.
@@ -46,6 +49,8 @@ type Spec struct {
 	Timeout time.Duration
 	// StopGrace is how long a stopped program has between SIGTERM and SIGKILL.
 	StopGrace time.Duration
+	// User, when set, is the user the program runs as (isolation.Config.User): its uid, gid and groups.
+	User *isolation.User
 	// Logger receives diagnostics. Nil discards them.
 	Logger *slog.Logger
 }
@@ -135,7 +140,10 @@ func Run(ctx context.Context, spec Spec) (*Exit, error) {
 	cmd.Dir = spec.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	prepareGroup(cmd)
-	startErr := cmd.Start()
+	startErr := runAs(cmd, spec.User)
+	if startErr == nil {
+		startErr = cmd.Start()
+	}
 	closeAll(inR, outW, errW) // the child has its copies
 	if startErr != nil {
 		return nil, startErr
@@ -249,10 +257,11 @@ func closeAll(files ...*os.File) {
 	}
 }
 
-// Environ layers a program's environment: os.Environ, then each layer in turn. Later layers override
-// earlier ones in place, so each name appears once; a layer's names are applied in sorted order.
-func Environ(layers ...map[string]string) []string {
-	env := os.Environ()
+// Environ layers a program's environment: the runner's as iso lets programs have it (iso.Environ: without
+// the runner's credentials, with the user's HOME), then each layer in turn. Later layers override earlier
+// ones in place, so each name appears once; a layer's names are applied in sorted order.
+func Environ(iso isolation.Config, layers ...map[string]string) []string {
+	env := iso.Environ()
 	index := make(map[string]int, len(env))
 	for i, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); ok {
@@ -305,4 +314,18 @@ func LookPath(file, pathList string) (string, error) {
 		}
 	}
 	return "", &exec.Error{Name: file, Err: exec.ErrNotFound}
+}
+
+// GiveTo makes u the owner of paths (not following symbolic links), so that a program running as u can
+// use the temporary files an executor prepares for it. With a nil u it does nothing.
+func GiveTo(u *isolation.User, paths ...string) error {
+	if u == nil {
+		return nil
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, int(u.UID), int(u.GID)); err != nil {
+			return fmt.Errorf("give %s to %s: %w", p, u, err)
+		}
+	}
+	return nil
 }

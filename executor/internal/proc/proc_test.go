@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
 func TestEnviron(t *testing.T) {
 	t.Setenv("PROC_TEST_A", "runner")
-	env := Environ(map[string]string{"PROC_TEST_A": "layer1", "PROC_TEST_B": "layer1"}, nil, map[string]string{"PROC_TEST_B": "layer3"})
+	env := Environ(isolation.Config{}, map[string]string{"PROC_TEST_A": "layer1", "PROC_TEST_B": "layer1"}, nil, map[string]string{"PROC_TEST_B": "layer3"})
 	if got := Lookup(env, "PROC_TEST_A"); got != "layer1" {
 		t.Errorf("PROC_TEST_A = %q, want layer1", got)
 	}
