@@ -152,6 +152,8 @@ type LocalCoordinator struct {
 	webhookKick chan struct{}
 	// noMatchPages and parkPages are where the no-match sweep's two checks go on reading pending runs.
 	noMatchPages, parkPages sweepPages
+	// secrets caches the runners' secret hashes for VerifyRunnerSecret.
+	secrets secretCache
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
