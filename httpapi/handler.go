@@ -20,7 +20,7 @@ type Config struct {
 	// ([CheckListenAddr]).
 	Tokens map[string]Role
 	// Authenticator replaces the token check when set (the runner's gateway scopes each request to one
-	// run). Tokens is then ignored.
+	// run). Tokens is then ignored, and so are runners' own credentials unless it handles them.
 	Authenticator Authenticator
 	// MaxBodyBytes bounds a request body; a larger one is 413. Default 2 MiB.
 	MaxBodyBytes int64
@@ -64,9 +64,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Authenticator == nil && len(c.Tokens) > 0 {
-		c.Authenticator = NewTokenAuth(c.Tokens)
-	}
 	return c
 }
 
@@ -83,7 +80,12 @@ type server struct {
 // the same shape.
 func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
-	s := &server{coord: coord, cfg: cfg, log: cfg.Logger}
+	if cfg.Authenticator == nil && len(cfg.Tokens) > 0 {
+		ta := NewTokenAuth(cfg.Tokens)
+		ta.runners, _ = coord.(RunnerVerifier)
+		cfg.Authenticator = ta
+	}
+	s := &server{coord: &runnerScoped{inner: coord}, cfg: cfg, log: cfg.Logger}
 	mux := http.NewServeMux()
 	for _, rd := range routeTable {
 		mux.Handle(rd.Method+" "+rd.Pattern, s.wrap(rd))
