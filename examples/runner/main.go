@@ -11,9 +11,10 @@
 // announces no blueprints unless -blueprints-dir is given, and takes AI agent runs.
 //
 // Programs are looked up on PATH and run in -project-dir. Each run's processes reach the coordinator only
-// through the runner's loopback gateway (AGENT_ORCHESTRATOR_API_URL, AGENT_ORCHESTRATOR_TOKEN); the
-// runner's own token never reaches them. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace),
-// stop the rest, deregister.
+// through the runner's loopback gateway (AGENT_ORCHESTRATOR_API_URL, AGENT_ORCHESTRATOR_TOKEN); neither
+// -token (used only to register) nor the runner's own credential, which its registration returns, ever
+// reaches them. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace), stop the rest,
+// deregister.
 package main
 
 import (
