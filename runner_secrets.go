@@ -41,10 +41,12 @@ func secretMatches(stored []byte, secret string) bool {
 // compared in constant time — and reads the store only on a miss: a secret that another coordinator
 // replica sharing the store issued is accepted at once.
 func (c *LocalCoordinator) VerifyRunnerSecret(ctx context.Context, runnerID, secret string) error {
-	invalid := Errorf(ErrUnauthorized, "invalid_token",
-		"the runner credential is not valid: the runner is unknown, went offline or was removed, or registered again since; register again")
+	invalid := func() error {
+		return Errorf(ErrUnauthorized, "invalid_token",
+			"the runner credential is not valid: the runner is unknown, went offline or was removed, or registered again since; register again")
+	}
 	if runnerID == "" || secret == "" {
-		return invalid
+		return invalid()
 	}
 	h := sha256.Sum256([]byte(secret))
 	ok, gen := c.secrets.check(runnerID, h, time.Now())
@@ -53,13 +55,13 @@ func (c *LocalCoordinator) VerifyRunnerSecret(ctx context.Context, runnerID, sec
 	}
 	stored, err := c.store.GetRunnerSecretHash(ctx, runnerID)
 	if errors.Is(err, ErrNotFound) {
-		return invalid
+		return invalid()
 	}
 	if err != nil {
 		return err
 	}
 	if !secretMatches(stored, secret) {
-		return invalid
+		return invalid()
 	}
 	c.secrets.put(runnerID, h, gen, time.Now())
 	return nil

@@ -204,11 +204,7 @@ func (a *TokenAuth) Authenticate(r *http.Request, rt Route) (*http.Request, erro
 	if !rt.Allows(role) {
 		return nil, orchestrator.Errorf(orchestrator.ErrForbidden, "forbidden", "role %s may not call %s", role, rt)
 	}
-	ctx := context.WithValue(r.Context(), roleKey{}, role)
-	if runnerID != "" {
-		ctx = context.WithValue(ctx, runnerKey{}, runnerID)
-	}
-	return r.WithContext(ctx), nil
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role, runnerID})), nil
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>" header.
@@ -222,20 +218,23 @@ func BearerToken(r *http.Request) (string, bool) {
 	return tok, tok != ""
 }
 
-type (
-	roleKey   struct{}
-	runnerKey struct{}
-)
+// principal is who a TokenAuth authenticated: a role and, for a runner's own credential, the runner.
+type principal struct {
+	role   Role
+	runner string
+}
+
+type principalKey struct{}
 
 // boundRunner returns the runner a request's credential is bound to: set for a runner's own credential,
 // empty for every other caller (admin, client, an open API).
 func boundRunner(ctx context.Context) string {
-	id, _ := ctx.Value(runnerKey{}).(string)
-	return id
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p.runner
 }
 
 // RoleFromContext returns the role a [TokenAuth] authenticated the request with.
 func RoleFromContext(ctx context.Context) (Role, bool) {
-	r, ok := ctx.Value(roleKey{}).(Role)
-	return r, ok
+	p, ok := ctx.Value(principalKey{}).(principal)
+	return p.role, ok
 }

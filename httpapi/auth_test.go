@@ -334,3 +334,25 @@ func TestCheckListenAddr(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAuthenticate is what authenticating one request costs: with a configured token, and with a
+// runner's own credential (its hash in the coordinator's cache, as on every request but the first).
+func BenchmarkAuthenticate(b *testing.B) {
+	env := newEnv(b, Config{}, orchestrator.CoordinatorConfig{})
+	_, reg := env.runnerClient(b, registration("bench-host"))
+	ta := NewTokenAuth(testTokens)
+	ta.runners = env.coord
+	rt := Route{Method: "GET", Pattern: "/agents", Roles: clientsRunners}
+	for _, tc := range []struct{ name, token string }{{"configured-token", clientTok}, {"runner-credential", credential(reg)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/agents", nil)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ta.Authenticate(req, rt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
