@@ -32,7 +32,7 @@
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204
 //	POST   /runner/register                     T      RunnerRegistration → Registration (with runner_secret); 409 runner_identity_in_use
-//	POST   /runner/heartbeat                    R      {runner_id?} → 204; 404 when unknown or offline
+//	POST   /runner/heartbeat                    R      {runner_id?} → 204; 401 once the runner is offline (register again)
 //	GET    /runner/runs?runner_id=&max=&wait=   R      {runs, stop} or 204
 //	POST   /runner/runs/{id}/started|completed|failed|stopped  R  {runner_id?, result?, error?} → 204; 409 when not held
 //	POST   /runner/reports                      R      {reports:[{runner_id?, run_id, status, result?, error?}]} → {results:[{run_id, status, error?, message?}]}
