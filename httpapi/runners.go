@@ -50,9 +50,9 @@ func (s *server) deregister(w http.ResponseWriter, r *http.Request) error {
 }
 
 // actingRunner returns the runner a /runner/* request acts for: the runner its credential is bound to —
-// named names it too, or nothing — or, for an admin and on an open API, the runner named. where says
-// where the name goes, for the error.
-func actingRunner(r *http.Request, named, where string) (string, error) {
+// named names it too, or nothing — or, for an admin and on an open API, the runner named, which bad
+// (badBody or badQuery) says is then required.
+func actingRunner(r *http.Request, named string, bad func(format string, args ...any) error) (string, error) {
 	if b := boundRunner(r.Context()); b != "" {
 		if named != "" && named != b {
 			return "", runnerMismatch(b, named)
@@ -60,7 +60,7 @@ func actingRunner(r *http.Request, named, where string) (string, error) {
 		return b, nil
 	}
 	if named == "" {
-		return "", orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "runner_id is required in the %s", where)
+		return "", bad("runner_id is required")
 	}
 	return named, nil
 }
@@ -91,7 +91,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &ref, false); err != nil {
 		return err
 	}
-	id, err := actingRunner(r, ref.RunnerID, "body")
+	id, err := actingRunner(r, ref.RunnerID, badBody)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 // there is some, or 204 No Content when the wait (default Config.PollWait) elapsed with none. max (default
 // 1) is how many runs the runner can take; 0 asks for stop requests only.
 func (s *server) pollWork(w http.ResponseWriter, r *http.Request) error {
-	id, err := actingRunner(r, r.URL.Query().Get("runner_id"), "query")
+	id, err := actingRunner(r, r.URL.Query().Get("runner_id"), badQuery)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (s *server) report(w http.ResponseWriter, r *http.Request, status orchestra
 	if b.RunID != "" && b.RunID != id {
 		return badBody("run_id %q in the body does not match run %q in the path", b.RunID, id)
 	}
-	runner, err := actingRunner(r, b.RunnerID, "body")
+	runner, err := actingRunner(r, b.RunnerID, badBody)
 	if err != nil {
 		return err
 	}
