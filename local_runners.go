@@ -127,8 +127,7 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 func (c *LocalCoordinator) checkIdentity(ctx context.Context, tx Store, reg *RunnerRegistration, id string, now time.Time) (string, error) {
 	prev, err := tx.GetRunner(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		s, _ := newRunnerSecret()
-		return s, nil
+		return newRunnerSecret(), nil
 	}
 	if err != nil {
 		return "", err
@@ -149,8 +148,7 @@ func (c *LocalCoordinator) checkIdentity(ctx context.Context, tx Store, reg *Run
 			id, reg.Hostname, reg.ProjectDir, reg.ExecutorProfile, now.Sub(prev.LastHeartbeatAt).Round(time.Millisecond),
 			c.cfg.StaleAfter, id).With("runner_id", id)
 	}
-	s, _ := newRunnerSecret()
-	return s, nil
+	return newRunnerSecret(), nil
 }
 
 func (c *LocalCoordinator) checkRegistration(reg *RunnerRegistration) error {

@@ -20,12 +20,11 @@ const RunnerSecretPrefix = "aors_"
 // through another replica sharing the store, within this time.
 const runnerSecretTTL = 10 * time.Second
 
-// newRunnerSecret returns a fresh runner secret and its hash.
-func newRunnerSecret() (string, [sha256.Size]byte) {
+// newRunnerSecret returns a fresh runner secret.
+func newRunnerSecret() string {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand panics rather than return an error)
-	s := RunnerSecretPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
-	return s, sha256.Sum256([]byte(s))
+	return RunnerSecretPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 }
 
 // secretMatches reports, in constant time, whether secret hashes to stored.
