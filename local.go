@@ -177,6 +177,8 @@ type LocalCoordinator struct {
 	egress *egress.Policy
 	// noMatchPages and parkPages are where the no-match sweep's two checks go on reading pending runs.
 	noMatchPages, parkPages sweepPages
+	// secrets caches the runners' secret hashes for VerifyRunnerSecret.
+	secrets secretCache
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +18,16 @@ import (
 //
 // Registering an id that is already registered replaces the previous incarnation: runs it still held fail
 // ("Runner restarted during execution"), since the new process cannot know them.
+//
+// The answer carries the runner's secret ([Registration].RunnerSecret), its credential over HTTP; the
+// coordinator keeps only its hash. Since the id follows from the hostname, project directory and profile,
+// anyone may name it, so the secret guards the identity: registering under the id of a runner that is
+// online (a heartbeat within StaleAfter) is refused — ErrConflict, code runner_identity_in_use, nothing
+// changes — unless the registration presents that runner's secret (RunnerRegistration.RunnerSecret). An
+// unknown id, an offline runner and a stale one may be taken without it: a runner that has not
+// heartbeated for StaleAfter is most likely the crashed previous process of the one registering, and a
+// live runner, which heartbeats, never becomes stale for someone else's asking. A registration that
+// presents the valid secret keeps it; any other gets a new one, and the previous one stops working.
 func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegistration) (*Registration, error) {
 	if err := c.checkRegistration(reg); err != nil {
 		return nil, err
@@ -47,11 +58,16 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 		LastHeartbeatAt:     now,
 	}
 	var (
-		names []RegisteredBlueprint
-		fx    *effects
+		names  []RegisteredBlueprint
+		fx     *effects
+		secret string
 	)
 	err := c.store.InTx(ctx, func(ctx context.Context, tx Store) error {
 		names, fx = nil, &effects{}
+		var err error
+		if secret, err = c.checkIdentity(ctx, tx, reg, id, now); err != nil {
+			return err
+		}
 		held, err := tx.ListRuns(ctx, RunFilter{RunnerID: id, Statuses: []RunStatus{RunClaimed, RunRunning}})
 		if err != nil {
 			return err
@@ -77,11 +93,16 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 			}
 			names = append(names, RegisteredBlueprint{Name: b.Name, RegisteredName: name})
 		}
-		return tx.PutRunner(ctx, info)
+		if err := tx.PutRunner(ctx, info); err != nil {
+			return err
+		}
+		h := sha256.Sum256([]byte(secret))
+		return tx.SetRunnerSecretHash(ctx, id, h[:])
 	})
 	if err != nil {
 		return nil, err
 	}
+	c.secrets.forget(id)
 	c.agentsChanged()
 	c.apply(fx)
 	c.log.Info("runner registered", "runner_id", id, "hostname", reg.Hostname, "project_dir", reg.ProjectDir,
@@ -98,7 +119,37 @@ func (c *LocalCoordinator) RegisterRunner(ctx context.Context, reg *RunnerRegist
 		HeartbeatIntervalSeconds: c.cfg.HeartbeatInterval.Seconds(),
 		PollTimeoutSeconds:       c.cfg.PollTimeout.Seconds(),
 		MaxResultBytes:           int64(c.limits.MaxResultBytes),
+		RunnerSecret:             secret,
 	}, nil
+}
+
+// checkIdentity decides whether reg may take runner id (see RegisterRunner) and returns the secret the
+// registration gets: the one it presented when that is the runner's, else a new one.
+func (c *LocalCoordinator) checkIdentity(ctx context.Context, tx Store, reg *RunnerRegistration, id string, now time.Time) (string, error) {
+	prev, err := tx.GetRunner(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return newRunnerSecret(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	stored, err := tx.GetRunnerSecretHash(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if secretMatches(stored, reg.RunnerSecret) {
+		return reg.RunnerSecret, nil
+	}
+	if prev.Status == RunnerOnline && prev.LastHeartbeatAt.After(now.Add(-c.cfg.StaleAfter)) {
+		return "", Errorf(ErrConflict, "runner_identity_in_use",
+			"runner %s (hostname %q, project_dir %q, executor_profile %q) is online, last heartbeat %s ago, and this "+
+				"registration does not present its runner_secret: another process is running as this runner. "+
+				"If that process is gone, this one can register once the old one is stale (no heartbeat for %s), "+
+				"or as soon as an admin removes it (DELETE /runners/%s)",
+			id, reg.Hostname, reg.ProjectDir, reg.ExecutorProfile, now.Sub(prev.LastHeartbeatAt).Round(time.Millisecond),
+			c.cfg.StaleAfter, id).With("runner_id", id)
+	}
+	return newRunnerSecret(), nil
 }
 
 func (c *LocalCoordinator) checkRegistration(reg *RunnerRegistration) error {
@@ -509,6 +560,10 @@ func (c *LocalCoordinator) retireRunner(ctx context.Context, runnerID string, fr
 		if _, err := tx.UpdateRunnerStatus(ctx, runnerID, from, RunnerOffline, heartbeatBefore); err != nil {
 			return err
 		}
+		// Its secret goes with it: a runner that comes back registers again and gets a new one.
+		if err := tx.SetRunnerSecretHash(ctx, runnerID, nil); err != nil {
+			return err
+		}
 		if _, err := tx.DeleteRunnerAgents(ctx, runnerID); err != nil {
 			return err
 		}
@@ -536,6 +591,7 @@ func (c *LocalCoordinator) retireRunner(ctx context.Context, runnerID string, fr
 	if err != nil {
 		return err
 	}
+	c.secrets.forget(runnerID)
 	c.agentsChanged()
 	c.apply(fx)
 	c.log.Info("runner offline", "runner_id", runnerID, "reason", msg, "failed_runs", len(fx.ended))

@@ -123,8 +123,15 @@ func TestRegisterCollisionAndListing(t *testing.T) {
 	if a.RunnerID == b.RunnerID || !strings.HasPrefix(a.RunnerID, "lnch_") {
 		t.Errorf("runner ids %q, %q: want distinct lnch_ ids", a.RunnerID, b.RunnerID)
 	}
-	// The id is stable: registering again gives the same one and the same name.
-	again := register(t, c, "host-a", crawler())
+	// The id is stable: registering again (presenting the runner's secret) gives the same one and the
+	// same name.
+	again, err := c.RegisterRunner(ctx, &orchestrator.RunnerRegistration{
+		Hostname: "host-a", ProjectDir: "/work", ExecutorType: "deterministic", Blueprints: []*orchestrator.Blueprint{crawler()},
+		RunnerSecret: a.RunnerSecret,
+	})
+	if err != nil {
+		t.Fatalf("RegisterRunner(host-a) again: %v", err)
+	}
 	if again.RunnerID != a.RunnerID || again.Blueprints[0].RegisteredName != "web-crawler" {
 		t.Errorf("re-registration = %+v, want id %s and name web-crawler", again, a.RunnerID)
 	}

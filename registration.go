@@ -29,6 +29,10 @@ type RunnerRegistration struct {
 	AcceptsAgents *bool `json:"accepts_agents,omitempty"`
 	// Blueprints are the deterministic agents this runner owns.
 	Blueprints []*Blueprint `json:"blueprints,omitempty"`
+	// RunnerSecret is the secret an earlier registration of this runner returned, when it holds one. A
+	// runner registering again (after a 404 from a heartbeat or a poll, say) presents it: registering under
+	// the id of a runner that is online is refused without it (see [LocalCoordinator.RegisterRunner]).
+	RunnerSecret string `json:"runner_secret,omitempty"`
 }
 
 // RunnerID returns the runner id for a registration: stable for the same hostname, project directory and
@@ -67,6 +71,10 @@ type Registration struct {
 	// result's JSON encoding ([Limits].MaxResultBytes). The runner cuts a larger result to fit before it
 	// reports it ([RunnerConfig].MaxResultBytes). Zero: not announced (an older coordinator).
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
+	// RunnerSecret is this runner's own credential: RunnerSecretPrefix and 32 random bytes, base64url. The
+	// coordinator keeps only its SHA-256 hash. Over HTTP every later call of the runner carries it (see
+	// package httpapi); the runner presents it again when it registers again.
+	RunnerSecret string `json:"runner_secret,omitempty"`
 }
 
 // RegisteredBlueprint pairs an announced blueprint name with its registered name.

@@ -264,15 +264,18 @@ func (r *Runner) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 		case slotFreed:
 			continue
-		case errors.Is(err, ErrNotFound):
+		case mustRegisterAgain(err):
 			r.mu.Lock()
 			stale := gen != r.gen
 			r.mu.Unlock()
 			if stale {
 				continue // the runner registered again since this poll was sent
 			}
-			r.log.Warn("coordinator does not know this runner; registering again", "runner_id", id)
+			r.log.Warn("coordinator does not know this runner; registering again", "runner_id", id, "err", err)
 			r.abandonAll()
+			if errors.Is(err, ErrUnauthorized) {
+				backoff.sleep(ctx) // should a fresh credential be refused too, do not spin
+			}
 			_, _ = r.register(ctx)
 			continue
 		default:
@@ -297,12 +300,17 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // register registers until it succeeds, the context ends, or the coordinator rejects the registration as
-// invalid (a configuration error, returned).
+// invalid (a configuration error, returned). It presents the secret of its previous registration, if any.
+// While another live process holds this runner's identity (runner_identity_in_use) it keeps trying, with
+// one warning: the other one may be this runner's own previous process, which the coordinator lets go once
+// it is stale.
 func (r *Runner) register(ctx context.Context) (*Registration, error) {
 	backoff := newBackoff(200*time.Millisecond, 10*time.Second)
+	warned := false
 	for {
 		reg, err := r.co.RegisterRunner(ctx, &r.reg)
 		if err == nil {
+			r.reg.RunnerSecret = reg.RunnerSecret
 			r.mu.Lock()
 			r.runnerID = reg.RunnerID
 			r.maxResult = reg.MaxResultBytes
@@ -328,9 +336,24 @@ func (r *Runner) register(ctx context.Context) (*Registration, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		r.log.Warn("registration failed; retrying", "err", err)
+		switch {
+		case ErrorCode(err) == "runner_identity_in_use" && !warned:
+			r.log.Warn("another live runner holds this runner's identity; retrying until it is stale or removed", "err", err)
+			warned = true
+		case ErrorCode(err) == "runner_identity_in_use":
+			r.log.Debug("runner identity still in use; retrying", "err", err)
+		default:
+			r.log.Warn("registration failed; retrying", "err", err)
+		}
 		backoff.sleep(ctx)
 	}
+}
+
+// mustRegisterAgain reports whether err, answered to a heartbeat or a poll, means the coordinator no
+// longer knows this runner (unknown, offline), or no longer takes its credential (revoked when it went
+// offline): it must register again.
+func mustRegisterAgain(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnauthorized)
 }
 
 func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
@@ -351,7 +374,7 @@ func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
 		err := r.co.Heartbeat(ctx, id)
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case errors.Is(err, ErrNotFound):
+		case mustRegisterAgain(err):
 			r.mu.Lock()
 			if gen == r.gen { // else the runner registered again since this heartbeat was sent
 				select {

@@ -27,7 +27,8 @@ type Store interface {
 	// to finish and never returns.
 	InTx(ctx context.Context, fn func(ctx context.Context, tx Store) error) error
 
-	// PutRunner inserts the runner or replaces the record with the same ID.
+	// PutRunner inserts the runner or replaces the record with the same ID. A new record has no secret
+	// hash; a replaced one keeps its own.
 	PutRunner(ctx context.Context, r *RunnerInfo) error
 	GetRunner(ctx context.Context, id string) (*RunnerInfo, error)
 	ListRunners(ctx context.Context, f RunnerFilter) ([]*RunnerInfo, error)
@@ -38,6 +39,13 @@ type Store interface {
 	// (and, when heartbeatBefore is non-zero, its last heartbeat is older than it).
 	UpdateRunnerStatus(ctx context.Context, id string, from []RunnerStatus, to RunnerStatus, heartbeatBefore time.Time) (*RunnerInfo, error)
 	DeleteRunner(ctx context.Context, id string) error
+	// SetRunnerSecretHash stores the SHA-256 hash of the runner's secret (see [Registration]); an empty
+	// hash clears it, so that no secret is valid. The hash lives beside the runner's record, not in
+	// [RunnerInfo], so that no listing and no log of a runner carries it. An unknown runner is ErrNotFound.
+	SetRunnerSecretHash(ctx context.Context, id string, hash []byte) error
+	// GetRunnerSecretHash returns the hash SetRunnerSecretHash stored, empty when there is none. An
+	// unknown runner is ErrNotFound.
+	GetRunnerSecretHash(ctx context.Context, id string) ([]byte, error)
 
 	// CreateAgent inserts an agent; a taken name is ErrConflict.
 	CreateAgent(ctx context.Context, a *Agent) error

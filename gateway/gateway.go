@@ -23,8 +23,9 @@
 // executor's script uses the same client code — httpapi.Client in Go — against either.
 //
 // The gateway forwards through the Coordinator it was given, which holds the runner's credentials (an
-// httpapi.Client with the runner token, or an in-process LocalCoordinator); those never reach the
-// executor. The environment [Gateway.Open] returns (AGENT_ORCHESTRATOR_API_URL and
+// httpapi.Client that registered the runner and so acts with its own credential, or an in-process
+// LocalCoordinator); those never reach the executor. Over HTTP the coordinator scopes what it forwards a
+// second time, to the sessions of the runs that runner holds or held and their descendants. The environment [Gateway.Open] returns (AGENT_ORCHESTRATOR_API_URL and
 // AGENT_ORCHESTRATOR_TOKEN) is added to every process the executor starts.
 package gateway
 

@@ -274,9 +274,9 @@ func TestGatewayRoutes(t *testing.T) {
 	}
 }
 
-// TestGatewayOverRemoteCoordinator: executor → gateway → httpapi.Client (runner token) → coordinator API
-// with roles → LocalCoordinator. Everything the gateway forwards is allowed to the runner role, and the
-// executor never holds the runner's token.
+// TestGatewayOverRemoteCoordinator: executor → gateway → httpapi.Client (the runner's own credential) →
+// coordinator API with roles → LocalCoordinator. Everything the gateway forwards is allowed to a runner,
+// within its scope on the coordinator too, and the executor never holds the runner's credentials.
 func TestGatewayOverRemoteCoordinator(t *testing.T) {
 	t.Parallel()
 	coord := newCoordinator(t)
@@ -285,15 +285,20 @@ func TestGatewayOverRemoteCoordinator(t *testing.T) {
 	api := httptest.NewServer(httpapi.NewHandler(coord, httpapi.Config{Tokens: map[string]httpapi.Role{runnerTok: httpapi.RoleRunner}}))
 	t.Cleanup(api.Close)
 	runnerClient := must[*httpapi.Client](t, "NewClient")(httpapi.NewClient(api.URL, httpapi.ClientConfig{Token: runnerTok}))
-	a := must[*orchestrator.StartRunResult](t, "StartRun")(runnerClient.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "a"}))
+	reg := must[*orchestrator.Registration](t, "RegisterRunner")(runnerClient.RegisterRunner(ctx, &orchestrator.RunnerRegistration{Hostname: "h", ProjectDir: t.TempDir()}))
+	a := must[*orchestrator.StartRunResult](t, "StartRun")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "a"}))
+	// The runner holds a's run, which puts a's session and its children in its scope.
+	if w := must[*orchestrator.Work](t, "PollWork")(runnerClient.PollWork(ctx, orchestrator.PollParams{RunnerID: reg.RunnerID, Max: 1})); len(w.Runs) != 1 || w.Runs[0].Run.ID != a.RunID {
+		t.Fatalf("PollWork = %+v, want run %s", w, a.RunID)
+	}
 
 	gw := gateway.New(runnerClient, gateway.Config{})
 	t.Cleanup(func() { gw.Close() })
 	env, closeFn := gw.Open(assignment(a))
 	defer closeFn()
 	for _, v := range env {
-		if strings.Contains(v, runnerTok) {
-			t.Fatal("the runner's token leaked into the executor's environment")
+		if strings.Contains(v, runnerTok) || strings.Contains(v, reg.RunnerSecret) {
+			t.Fatal("the runner's credentials leaked into the executor's environment")
 		}
 	}
 	c := executorClient(t, env)

@@ -22,9 +22,46 @@ const (
 	RoleAdmin Role = "admin"
 	// RoleClient starts, reads and stops runs and sessions, reads agents and reads and appends events.
 	RoleClient Role = "client"
-	// RoleRunner calls the /runner/* routes and what a runner's gateway forwards for its executors.
+	// RoleRunner is the shared runner token's (ORCHESTRATOR_RUNNER_TOKEN): it may only register a runner
+	// (POST /runner/register). Everything a runner does after that it does with its own credential.
 	RoleRunner Role = "runner"
+	// RoleRunnerInstance is a registered runner's own credential ([RunnerCredential]), bound to that one
+	// runner: the /runner/* routes for itself, and what its gateway forwards for its executors — reading
+	// agents, and, within the sessions of the runs it holds or held and their descendants, starting child
+	// runs, reading sessions, results and events, appending events and stopping sessions. It is never
+	// configured in [Config.Tokens]; a registration returns it.
+	RoleRunnerInstance Role = "runner_instance"
 )
+
+// RunnerVerifier checks a runner's own credential: nil when secret is the one the runner's latest
+// registration returned, an error wrapping [orchestrator.ErrUnauthorized] when it is not. When the
+// Coordinator given to [NewHandler] implements it (orchestrator.LocalCoordinator does) and tokens are
+// configured, runners authenticate with [RunnerCredential]; without it only the configured tokens are
+// accepted.
+type RunnerVerifier interface {
+	VerifyRunnerSecret(ctx context.Context, runnerID, secret string) error
+}
+
+// RunnerCredential returns the bearer token of a registered runner: its runner id and the runner_secret
+// its registration returned, joined by a dot ("lnch_0123456789abcdef.aors_…"). [Client] sends it on every
+// call after a registration.
+func RunnerCredential(runnerID, secret string) string { return runnerID + "." + secret }
+
+// parseRunnerCredential splits a bearer token of the shape RunnerCredential makes; ok is false for
+// anything else.
+func parseRunnerCredential(tok string) (runnerID, secret string, ok bool) {
+	runnerID, secret, ok = strings.Cut(tok, ".")
+	if !ok || len(runnerID) > 64 || !strings.HasPrefix(runnerID, orchestrator.RunnerIDPrefix) ||
+		!strings.HasPrefix(secret, orchestrator.RunnerSecretPrefix) || len(secret) > 256 {
+		return "", "", false
+	}
+	for _, c := range runnerID {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return "", "", false
+		}
+	}
+	return runnerID, secret, true
+}
 
 // Environment variables [TokensFromEnv] reads. Each holds one token or a comma-separated list.
 const (
@@ -106,9 +143,15 @@ type Authenticator interface {
 // Tokens are compared in constant time: the presented token is hashed (SHA-256, so every comparison is of
 // 32 bytes whatever the lengths) and compared with every configured token's hash, with no early exit on a
 // match, so timing reveals neither which token matched nor how much of one did.
+//
+// [NewHandler] builds one from [Config.Tokens] that also takes registered runners' own credentials
+// ([RunnerCredential]), checked by the Coordinator it serves ([RunnerVerifier]). One built with
+// NewTokenAuth takes the configured tokens only.
 type TokenAuth struct {
 	hashes [][sha256.Size]byte
 	roles  []Role
+	// runners checks runner credentials; nil: there are none.
+	runners RunnerVerifier
 }
 
 // NewTokenAuth returns a TokenAuth for the token → role map.
@@ -137,20 +180,31 @@ func (a *TokenAuth) Role(token string) (Role, bool) {
 }
 
 // Authenticate implements [Authenticator]: a missing or unknown token is 401, a role the route does not
-// allow is 403. The role is put into the request's context ([RoleFromContext]).
+// allow is 403. The role is put into the request's context ([RoleFromContext]); for a runner's own
+// credential, the runner too, which binds the request to that runner (see [RoleRunnerInstance]).
 func (a *TokenAuth) Authenticate(r *http.Request, rt Route) (*http.Request, error) {
 	tok, ok := BearerToken(r)
 	if !ok {
 		return nil, orchestrator.Errorf(orchestrator.ErrUnauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)")
 	}
 	role, ok := a.Role(tok)
+	runnerID := ""
+	if !ok && a.runners != nil {
+		if id, secret, isRunner := parseRunnerCredential(tok); isRunner {
+			err := a.runners.VerifyRunnerSecret(r.Context(), id, secret)
+			if err != nil {
+				return nil, err
+			}
+			role, runnerID, ok = RoleRunnerInstance, id, true
+		}
+	}
 	if !ok {
 		return nil, orchestrator.Errorf(orchestrator.ErrUnauthorized, "invalid_token", "the bearer token is not valid")
 	}
 	if !rt.Allows(role) {
 		return nil, orchestrator.Errorf(orchestrator.ErrForbidden, "forbidden", "role %s may not call %s", role, rt)
 	}
-	return r.WithContext(context.WithValue(r.Context(), roleKey{}, role)), nil
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{role, runnerID})), nil
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>" header.
@@ -164,10 +218,23 @@ func BearerToken(r *http.Request) (string, bool) {
 	return tok, tok != ""
 }
 
-type roleKey struct{}
+// principal is who a TokenAuth authenticated: a role and, for a runner's own credential, the runner.
+type principal struct {
+	role   Role
+	runner string
+}
+
+type principalKey struct{}
+
+// boundRunner returns the runner a request's credential is bound to: set for a runner's own credential,
+// empty for every other caller (admin, client, an open API).
+func boundRunner(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p.runner
+}
 
 // RoleFromContext returns the role a [TokenAuth] authenticated the request with.
 func RoleFromContext(ctx context.Context) (Role, bool) {
-	r, ok := ctx.Value(roleKey{}).(Role)
-	return r, ok
+	p, ok := ctx.Value(principalKey{}).(principal)
+	return p.role, ok
 }

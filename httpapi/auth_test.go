@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -21,6 +22,8 @@ func concretePath(pattern string) string {
 func TestRolesEveryRoute(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	_, reg := env.runnerClient(t, registration("roles-host"))
+	cred := credential(reg)
 	callers := []struct {
 		name  string
 		token string
@@ -31,8 +34,15 @@ func TestRolesEveryRoute(t *testing.T) {
 		{"admin", adminTok, RoleAdmin},
 		{"client", clientTok, RoleClient},
 		{"runner", runnerTok, RoleRunner},
+		{"runner_instance", cred, RoleRunnerInstance},
 		// A configured token with a prefix of another's bytes must not match it.
 		{"prefix", adminTok[:len(adminTok)-1], ""},
+		// Runner credentials: a wrong secret, a secret of the right shape for an unknown runner, the
+		// secret alone, and the shared runner token in a runner credential's shape.
+		{"runner_wrong_secret", RunnerCredential(reg.RunnerID, orchestrator.RunnerSecretPrefix+"AAAA"), ""},
+		{"runner_unknown", RunnerCredential("lnch_0000000000000000", reg.RunnerSecret), ""},
+		{"runner_secret_alone", reg.RunnerSecret, ""},
+		{"runner_token_as_credential", RunnerCredential(reg.RunnerID, runnerTok), ""},
 	}
 	if len(routeTable) < 30 {
 		t.Fatalf("route table has %d routes; the test expects the whole API", len(routeTable))
@@ -63,7 +73,9 @@ func TestRolesEveryRoute(t *testing.T) {
 						t.Errorf("unknown token: error = %v, want invalid_token", m["error"])
 					}
 				case rd.Allows(c.role):
-					if rec.Code == 401 || rec.Code == 403 || rec.Code >= 500 {
+					// A runner's credential may be refused by scope (runner_mismatch, parent_session_required)
+					// on a route its role may call, never by role ("forbidden").
+					if rec.Code == 401 || rec.Code == 403 && jsonErrorBody(t, rec)["error"] == "forbidden" || rec.Code >= 500 {
 						t.Fatalf("role %s is allowed but got %d: %s", c.role, rec.Code, rec.Body)
 					}
 				default:
@@ -80,39 +92,39 @@ func TestRolePolicy(t *testing.T) {
 	want := map[string]string{ // route → roles besides admin
 		"GET /health":                      "public",
 		"GET /ready":                       "public",
-		"GET /agents":                      "client runner",
-		"GET /agents/{name}":               "client runner",
-		"GET /agents/{name}/schema":        "client runner",
+		"GET /agents":                      "client runner_instance",
+		"GET /agents/{name}":               "client runner_instance",
+		"GET /agents/{name}/schema":        "client runner_instance",
 		"POST /agents":                     "",
 		"PUT /agents/{name}":               "",
 		"PATCH /agents/{name}":             "",
 		"DELETE /agents/{name}":            "",
-		"POST /runs":                       "client runner",
+		"POST /runs":                       "client runner_instance",
 		"GET /runs":                        "client",
-		"GET /runs/{id}":                   "client runner",
+		"GET /runs/{id}":                   "client runner_instance",
 		"POST /runs/{id}/stop":             "client",
-		"GET /sessions":                    "client runner",
-		"GET /sessions/{id}":               "client runner",
-		"GET /sessions/{id}/result":        "client runner",
-		"POST /sessions/{id}/stop":         "client runner",
+		"GET /sessions":                    "client runner_instance",
+		"GET /sessions/{id}":               "client runner_instance",
+		"GET /sessions/{id}/result":        "client runner_instance",
+		"POST /sessions/{id}/stop":         "client runner_instance",
 		"DELETE /sessions/{id}":            "client",
-		"GET /sessions/{id}/events":        "client runner",
-		"GET /sessions/{id}/events/stream": "client runner",
-		"POST /sessions/{id}/events":       "client runner",
-		"POST /mcp":                        "client runner",
-		"GET /mcp":                         "client runner",
-		"DELETE /mcp":                      "client runner",
+		"GET /sessions/{id}/events":        "client runner_instance",
+		"GET /sessions/{id}/events/stream": "client runner_instance",
+		"POST /sessions/{id}/events":       "client runner_instance",
+		"POST /mcp":                        "client",
+		"GET /mcp":                         "client",
+		"DELETE /mcp":                      "client",
 		"GET /runners":                     "",
 		"DELETE /runners/{id}":             "",
 		"POST /runner/register":            "runner",
-		"POST /runner/heartbeat":           "runner",
-		"GET /runner/runs":                 "runner",
-		"POST /runner/runs/{id}/started":   "runner",
-		"POST /runner/runs/{id}/completed": "runner",
-		"POST /runner/runs/{id}/failed":    "runner",
-		"POST /runner/runs/{id}/stopped":   "runner",
-		"POST /runner/reports":             "runner",
-		"DELETE /runner/{id}":              "runner",
+		"POST /runner/heartbeat":           "runner_instance",
+		"GET /runner/runs":                 "runner_instance",
+		"POST /runner/runs/{id}/started":   "runner_instance",
+		"POST /runner/runs/{id}/completed": "runner_instance",
+		"POST /runner/runs/{id}/failed":    "runner_instance",
+		"POST /runner/runs/{id}/stopped":   "runner_instance",
+		"POST /runner/reports":             "runner_instance",
+		"DELETE /runner/{id}":              "runner_instance",
 	}
 	routes := Routes()
 	if len(routes) != len(want) {
@@ -134,6 +146,80 @@ func TestRolePolicy(t *testing.T) {
 		if strings.Join(got, " ") != w {
 			t.Errorf("route %s: roles %q, want %q", rt, strings.Join(got, " "), w)
 		}
+	}
+}
+
+// TestDocRoleTable: the route table in doc.go says what the route table does — every route, with its
+// roles — so the package documentation cannot drift from the policy.
+func TestDocRoleTable(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters := map[string]string{"C": "client", "T": "runner", "R": "runner_instance"}
+	doc := map[string]string{} // "METHOD /pattern" → roles besides admin, as TestRolePolicy spells them
+	for _, line := range strings.Split(string(src), "\n") {
+		line, ok := strings.CutPrefix(line, "//\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 || strings.ToUpper(f[0]) != f[0] || !strings.HasPrefix(f[1], "/") {
+			continue
+		}
+		path := f[1]
+		if i := strings.IndexAny(path, "?["); i >= 0 {
+			path = path[:i]
+		}
+		var roles []string
+		for _, tok := range f[2:] {
+			switch {
+			case tok == "open":
+				roles = append(roles, "public")
+			case tok == "A":
+			case letters[tok] != "":
+				roles = append(roles, letters[tok])
+			default:
+				goto done
+			}
+		}
+	done:
+		// "POST /runner/runs/{id}/started|completed|…" and "POST|GET|DELETE /mcp" stand for several routes.
+		paths := []string{path}
+		if head, alts, ok := strings.Cut(path, "|"); ok {
+			dir := head[:strings.LastIndexByte(head, '/')+1]
+			paths = []string{head}
+			for _, a := range strings.Split(alts, "|") {
+				paths = append(paths, dir+a)
+			}
+		}
+		for _, m := range strings.Split(f[0], "|") {
+			for _, p := range paths {
+				doc[m+" "+p] = strings.Join(roles, " ")
+			}
+		}
+	}
+	for _, rt := range Routes() {
+		var want []string
+		if rt.Public {
+			want = append(want, "public")
+		}
+		for _, r := range rt.Roles {
+			want = append(want, string(r))
+		}
+		got, ok := doc[rt.String()]
+		if !ok {
+			t.Errorf("doc.go's route table lacks %s", rt)
+			continue
+		}
+		if got != strings.Join(want, " ") {
+			t.Errorf("doc.go says %s is for %q; the route table says %q", rt, got, strings.Join(want, " "))
+		}
+		delete(doc, rt.String())
+	}
+	for r := range doc {
+		t.Errorf("doc.go's route table lists %s, which the route table does not have", r)
 	}
 }
 
@@ -247,5 +333,27 @@ func TestCheckListenAddr(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("CheckListenAddr(%q, open=%v, insecure=%v) = %v, want ok=%v", tc.addr, tc.open, tc.insecure, err, tc.ok)
 		}
+	}
+}
+
+// BenchmarkAuthenticate is what authenticating one request costs: with a configured token, and with a
+// runner's own credential (its hash in the coordinator's cache, as on every request but the first).
+func BenchmarkAuthenticate(b *testing.B) {
+	env := newEnv(b, Config{}, orchestrator.CoordinatorConfig{})
+	_, reg := env.runnerClient(b, registration("bench-host"))
+	ta := NewTokenAuth(testTokens)
+	ta.runners = env.coord
+	rt := Route{Method: "GET", Pattern: "/agents", Roles: clientsRunners}
+	for _, tc := range []struct{ name, token string }{{"configured-token", clientTok}, {"runner-credential", credential(reg)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/agents", nil)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ta.Authenticate(req, rt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -80,6 +80,17 @@ type ClientConfig struct {
 // registration and its runs live in the shared store. A replica that hangs without closing connections is
 // noticed when a request's timeout passes (Timeout, or a long poll's wait plus LongPollGrace): that request
 // fails, and the next one goes to the next URL.
+//
+// # Runners
+//
+// A Client that registered a runner ([Client.RegisterRunner]) acts as that runner from then on: every
+// later call it makes — heartbeats, polls, reports, deregistration, and what the runner's gateway forwards
+// for its executors — carries the runner's own credential ([RunnerCredential]) instead of
+// ClientConfig.Token, which then serves only registrations (POST /runner/register: the runner token may do
+// nothing else). Registering again presents the runner's secret (RunnerRegistration.RunnerSecret, which
+// [orchestrator.Runner] fills in). A Client acts as one runner, the last one it registered: give each
+// runner a Client of its own. Against a coordinator whose registrations return no secret, the Client
+// goes on with ClientConfig.Token.
 type Client struct {
 	bases []string // without trailing slash
 	// base is bases joined with commas: the normalised form of NewClient's argument.
@@ -90,6 +101,8 @@ type Client struct {
 	hc *http.Client
 	// noBatch is set once a coordinator turned out not to serve POST /runner/reports.
 	noBatch atomic.Bool
+	// runner is the credential of the runner this Client registered, nil before a registration.
+	runner atomic.Pointer[string]
 }
 
 var (
@@ -273,6 +286,9 @@ type call struct {
 	wait time.Duration
 	// unsafe requests are not repeated once they may have reached the server.
 	unsafe bool
+	// register marks a registration: it carries ClientConfig.Token even once the Client has a runner's
+	// credential.
+	register bool
 }
 
 // do performs c and decodes a 2xx body into out (unless out is nil or the status is 204). It returns the
@@ -311,8 +327,12 @@ func (c *Client) do(ctx context.Context, cl call, out any) (int, error) {
 			req.Header.Add(k, v)
 		}
 	}
-	if c.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	token := c.cfg.Token
+	if cred := c.runner.Load(); cred != nil && !cl.register {
+		token = *cred
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -597,12 +617,19 @@ func (c *Client) AppendEvents(ctx context.Context, sessionID string, events []or
 	return out.Events, nil
 }
 
-// RegisterRunner implements [orchestrator.Coordinator]. It is safe to retry: the runner id is stable and
-// a repeated registration replaces the first.
+// RegisterRunner implements [orchestrator.Coordinator] with ClientConfig.Token; from then on the Client
+// acts as the registered runner (see "Runners" under [Client]). It is retried like a safe request: a
+// registration that presents the runner's secret may be repeated. A first registration (no secret yet)
+// whose answer was lost is, when repeated, refused as runner_identity_in_use until the record it created
+// goes stale; [orchestrator.Runner] waits that out.
 func (c *Client) RegisterRunner(ctx context.Context, r *orchestrator.RunnerRegistration) (*orchestrator.Registration, error) {
 	var out orchestrator.Registration
-	if _, err := c.do(ctx, call{method: "POST", path: "/runner/register", body: r}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: "POST", path: "/runner/register", body: r, register: true}, &out); err != nil {
 		return nil, err
+	}
+	if out.RunnerSecret != "" {
+		cred := RunnerCredential(out.RunnerID, out.RunnerSecret)
+		c.runner.Store(&cred)
 	}
 	return &out, nil
 }

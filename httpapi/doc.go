@@ -5,7 +5,8 @@
 //
 // # Routes
 //
-// Roles: A admin, C client, R runner; admin may call every route. GET /health and GET /ready are open.
+// Roles: A admin, C client, T the shared runner token (registration only), R a registered runner's own
+// credential (see "Runners" below); admin may call every route. GET /health and GET /ready are open.
 //
 //	GET    /health                              open   {"status":"ok"}: liveness (the process serves)
 //	GET    /ready                               open   {"status":"ready"}, or 503 not_ready while the store cannot write
@@ -28,14 +29,14 @@
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
-//	POST|GET|DELETE /mcp                        C R    MCP over streamable HTTP (Config.MCP; 404 when unset)
+//	POST|GET|DELETE /mcp                        C      MCP over streamable HTTP (Config.MCP; 404 when unset)
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204
-//	POST   /runner/register                     R      RunnerRegistration → Registration
-//	POST   /runner/heartbeat                    R      {runner_id} → 204; 404 when unknown or offline
+//	POST   /runner/register                     T      RunnerRegistration → Registration (with runner_secret); 409 runner_identity_in_use
+//	POST   /runner/heartbeat                    R      {runner_id?} → 204; 401 once the runner is offline (register again)
 //	GET    /runner/runs?runner_id=&max=&wait=   R      {runs, stop} or 204
-//	POST   /runner/runs/{id}/started|completed|failed|stopped  R  {runner_id, result?, error?} → 204; 409 when not held
-//	POST   /runner/reports                      R      {reports:[{runner_id, run_id, status, result?, error?}]} → {results:[{run_id, status, error?, message?}]}
+//	POST   /runner/runs/{id}/started|completed|failed|stopped  R  {runner_id?, result?, error?} → 204; 409 when not held
+//	POST   /runner/reports                      R      {reports:[{runner_id?, run_id, status, result?, error?}]} → {results:[{run_id, status, error?, message?}]}
 //	DELETE /runner/{id}                         R      204 (graceful deregistration)
 //
 // POST /runner/reports is the batch form of the report routes (at most [MaxReportsPerRequest]): a runner
@@ -44,8 +45,27 @@
 // when applied) and, when refused, that route's error fields; the request fails as a whole only when it
 // is malformed.
 //
-// The runner role also has what a runner's gateway forwards for its executors (POST /runs, reading
-// sessions, events and agents, stopping a child).
+// # Runners
+//
+// The shared runner token (T, [RoleRunner]) only registers. The registration's answer carries the
+// runner's secret, and every later call of that runner authenticates with its own credential
+// ([RoleRunnerInstance]): "Authorization: Bearer <runner_id>.<runner_secret>" ([RunnerCredential];
+// [Client] does this by itself). The coordinator keeps only the secret's hash; the credential stops
+// working when the runner goes offline or is removed (DELETE /runners/{id}), and the runner registers
+// again. A runner registering again presents its secret (runner_secret in the registration): registering
+// under the id of a runner that is online without it is 409 runner_identity_in_use and changes nothing —
+// the id follows from hostname, project directory and profile, which anyone can name. An unknown, stale
+// or offline runner's id may be taken without it.
+//
+// A runner's credential acts for that runner only. On the /runner/* routes the runner is the credential's:
+// runner_id may be left out, and one that names another runner is 403 runner_mismatch (in the batch, for
+// that report alone); a report on a run the runner does not hold is 409 run_not_held. The other routes R
+// may call are what a runner's gateway forwards for its executors, limited to the runner's scope: the
+// sessions whose current or last run it holds or held, and their descendants. Every session (and run)
+// outside it is 404 session_not_found (run_not_found), the same answer as for one that does not exist.
+// Listing sessions needs a parent_session_id in scope, starting a run a parent_session_id (or, for a
+// resume, a session_id) in scope — 403 parent_session_required without one — and callback_url is not
+// available.
 //
 // # Conventions
 //
@@ -81,7 +101,8 @@
 // # Authentication
 //
 // [Config.Tokens] maps bearer tokens to roles ([ParseTokens], [TokensFromEnv]); tokens are compared in
-// constant time. A missing or unknown token is 401 with WWW-Authenticate: Bearer; a role the route does
-// not allow is 403. With no tokens the API is open; [CheckListenAddr] lets a binary refuse that on a
-// non-loopback address.
+// constant time. Runners' own credentials are checked by the Coordinator ([RunnerVerifier]). A missing or
+// unknown token is 401 with WWW-Authenticate: Bearer; a role the route does not allow is 403. With no
+// tokens the API is open — runner credentials are not checked either; [CheckListenAddr] lets a binary
+// refuse that on a non-loopback address.
 package httpapi

@@ -84,6 +84,9 @@ func FuzzDecodeRegistration(f *testing.F) {
 		`{"hostname":"h4","blueprints":[null]}`,
 		`{"hostname":"h5","accepts_agents":true,"executor":{"x":1},"require_matching_tags":true}`,
 		`{"hostname":"h6","blueprints":[{"name":"x","parameters_schema":{"type":"strang"}}]}`,
+		// fuzzEnv's runner is live: without its secret its identity is taken (409).
+		`{"hostname":"fuzz-host","project_dir":"/work","executor_type":"test","runner_secret":"aors_AAAA"}`,
+		`{"hostname":"h7","runner_secret":7}`,
 	)
 }
 

@@ -22,7 +22,7 @@ type Config struct {
 	// ([CheckListenAddr]).
 	Tokens map[string]Role
 	// Authenticator replaces the token check when set (the runner's gateway scopes each request to one
-	// run). Tokens is then ignored.
+	// run). Tokens is then ignored, and so are runners' own credentials unless it handles them.
 	Authenticator Authenticator
 	// MaxBodyBytes bounds a request body; a larger one is 413. Default 2 MiB. The routes that carry a run's
 	// result have their own bound, MaxReportBytes.
@@ -109,9 +109,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Authenticator == nil && len(c.Tokens) > 0 {
-		c.Authenticator = NewTokenAuth(c.Tokens)
-	}
 	return c
 }
 
@@ -131,7 +128,12 @@ type server struct {
 // the same shape.
 func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	cfg, maxResult := cfg.withDefaults().withReportLimit(coord)
-	s := &server{coord: coord, cfg: cfg, log: cfg.Logger, maxResult: maxResult}
+	if cfg.Authenticator == nil && len(cfg.Tokens) > 0 {
+		ta := NewTokenAuth(cfg.Tokens)
+		ta.runners, _ = coord.(RunnerVerifier)
+		cfg.Authenticator = ta
+	}
+	s := &server{coord: &runnerScoped{inner: coord}, cfg: cfg, log: cfg.Logger, maxResult: maxResult}
 	if cfg.MaxLongPolls > 0 {
 		s.polls = &longPolls{max: cfg.MaxLongPolls, n: map[string]int{}}
 	}

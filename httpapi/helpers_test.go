@@ -71,6 +71,26 @@ func (e *testEnv) client(t testing.TB, token string) *Client {
 	return c
 }
 
+// runnerClient registers reg over HTTP with the shared runner token and returns the Client, which acts as
+// that runner from then on, with the registration.
+func (e *testEnv) runnerClient(t testing.TB, reg *orchestrator.RunnerRegistration) (*Client, *orchestrator.Registration) {
+	t.Helper()
+	c := e.client(t, runnerTok)
+	out, err := c.RegisterRunner(ctxT(t), reg)
+	if err != nil {
+		t.Fatalf("RegisterRunner(%s): %v", reg.Hostname, err)
+	}
+	if !strings.HasPrefix(out.RunnerSecret, orchestrator.RunnerSecretPrefix) {
+		t.Fatalf("RegisterRunner(%s): runner_secret %q lacks the prefix %q", reg.Hostname, out.RunnerSecret, orchestrator.RunnerSecretPrefix)
+	}
+	return c, out
+}
+
+// credential is the runner's own bearer token for a registration.
+func credential(reg *orchestrator.Registration) string {
+	return RunnerCredential(reg.RunnerID, reg.RunnerSecret)
+}
+
 // serve runs one request through the handler in-process and returns the recorded response.
 func serve(h http.Handler, method, target, token string, body []byte, header ...string) *httptest.ResponseRecorder {
 	var rd io.Reader

@@ -142,7 +142,7 @@ func TestDefaultLongPollLimitLeavesRoom(t *testing.T) {
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	reg := must[*orchestrator.Registration](t, "RegisterRunner")(env.coord.RegisterRunner(ctx, registration("h")))
 	var stops []func()
-	stops = append(stops, hold(t, env, runnerTok, fmt.Sprintf("/runner/runs?runner_id=%s&max=0&wait=5m", reg.RunnerID)))
+	stops = append(stops, hold(t, env, credential(reg), fmt.Sprintf("/runner/runs?runner_id=%s&max=0&wait=5m", reg.RunnerID)))
 	const waits = 64
 	var wg sync.WaitGroup
 	for range waits {

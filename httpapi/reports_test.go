@@ -13,16 +13,20 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// claimedRuns starts n crawler runs for a fresh runner and claims them; it returns the runner and the runs.
-func claimedRuns(t *testing.T, env *testEnv, host string, n int) (string, []*orchestrator.Run) {
+// claimedRuns starts n runs of a crawler blueprint of a fresh runner's own (crawler-<host>) and claims
+// them; it returns the runner, its credential and the runs.
+func claimedRuns(t *testing.T, env *testEnv, host string, n int) (string, string, []*orchestrator.Run) {
 	t.Helper()
 	ctx := ctxT(t)
-	reg := registration(host, crawler())
+	bp := crawler()
+	bp.Name = "crawler-" + host
+	reg := registration(host, bp)
 	reg.MaxConcurrent = n
-	rid := must[*orchestrator.Registration](t, "RegisterRunner")(env.coord.RegisterRunner(ctx, reg)).RunnerID
+	out := must[*orchestrator.Registration](t, "RegisterRunner")(env.coord.RegisterRunner(ctx, reg))
+	rid := out.RunnerID
 	for range n {
 		must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{
-			AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://example.com"}`),
+			AgentName: bp.Name, Parameters: json.RawMessage(`{"url":"https://example.com"}`),
 		}))
 	}
 	work := must[*orchestrator.Work](t, "PollWork")(env.coord.PollWork(ctx, orchestrator.PollParams{RunnerID: rid, Max: n, Wait: time.Second}))
@@ -33,7 +37,7 @@ func claimedRuns(t *testing.T, env *testEnv, host string, n int) (string, []*orc
 	for i, a := range work.Runs {
 		runs[i] = a.Run
 	}
-	return rid, runs
+	return rid, credential(out), runs
 }
 
 // countRequests wraps h and counts the requests to each "METHOD path".
@@ -57,22 +61,24 @@ func TestReportRuns(t *testing.T) {
 	counts := map[string]*atomic.Int64{"POST /runner/reports": {}, "POST /runner/runs/{id}/completed": {}}
 	srv := httptest.NewServer(countRequests(env.handler, counts))
 	t.Cleanup(srv.Close)
-	runner, err := NewClient(srv.URL, ClientConfig{Token: runnerTok, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond})
-	check(t, "NewClient", err)
 	ctx := ctxT(t)
 
-	rid, runs := claimedRuns(t, env, "h1", 3)
-	otherID := must[*orchestrator.Registration](t, "RegisterRunner")(env.coord.RegisterRunner(ctx, registration("h2"))).RunnerID
+	rid, cred, runs := claimedRuns(t, env, "h1", 3)
+	otherID, _, otherRuns := claimedRuns(t, env, "h2", 1)
+	runner, err := NewClient(srv.URL, ClientConfig{Token: cred, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond})
+	check(t, "NewClient", err)
 	zero := 0
 	reps := []orchestrator.RunReport{
 		{RunnerID: rid, RunID: runs[0].ID, Status: orchestrator.RunCompleted,
 			Result: &orchestrator.Result{ResultText: `{"pages":3}`, ResultData: json.RawMessage(`{"pages":3}`), ExitCode: &zero}},
-		{RunnerID: otherID, RunID: runs[1].ID, Status: orchestrator.RunCompleted}, // not that runner's run
+		{RunnerID: otherID, RunID: otherRuns[0].ID, Status: orchestrator.RunCompleted}, // as another runner
+		{RunnerID: rid, RunID: otherRuns[0].ID, Status: orchestrator.RunCompleted},     // another runner's run
 		{RunnerID: rid, RunID: runs[2].ID, Status: orchestrator.RunFailed, Error: "boom"},
 		{RunnerID: rid, RunID: runs[0].ID, Status: orchestrator.RunCompleted}, // a repeat
 		{RunnerID: rid, RunID: "run_missing", Status: orchestrator.RunCompleted},
-		{RunnerID: rid, RunID: runs[1].ID, Status: "finished"}, // refused before it is sent
-		{RunID: runs[1].ID, Status: orchestrator.RunStopped},   // no runner id
+		{RunnerID: rid, RunID: runs[1].ID, Status: "finished"},                  // refused before it is sent
+		{RunID: "run_missing_too", Status: orchestrator.RunStopped},             // the credential's runner
+		{RunnerID: otherID, RunID: runs[1].ID, Status: orchestrator.RunStopped}, // as another runner, on ours
 	}
 	errs := runner.ReportRuns(ctx, reps)
 	if len(errs) != len(reps) {
@@ -83,12 +89,14 @@ func TestReportRuns(t *testing.T) {
 		code string
 	}{
 		{nil, ""},
+		{orchestrator.ErrForbidden, "runner_mismatch"},
 		{orchestrator.ErrConflict, "run_not_held"},
 		{nil, ""},
 		{nil, ""},
 		{orchestrator.ErrNotFound, "run_not_found"},
 		{orchestrator.ErrInvalid, "invalid_request"},
-		{orchestrator.ErrInvalid, "invalid_request"},
+		{orchestrator.ErrNotFound, "run_not_found"},
+		{orchestrator.ErrForbidden, "runner_mismatch"},
 	}
 	for i, w := range want {
 		switch {
@@ -113,9 +121,10 @@ func TestReportRuns(t *testing.T) {
 	if s2.Status != orchestrator.SessionFailed || s2.Error != "boom" {
 		t.Errorf("session of the failed run = %s %q", s2.Status, s2.Error)
 	}
-	r1 := must[*orchestrator.Run](t, "GetRun")(env.coord.GetRun(ctx, runs[1].ID))
-	if r1.Status != orchestrator.RunClaimed {
-		t.Errorf("the run reported by another runner is %s, want still claimed", r1.Status)
+	for _, id := range []string{runs[1].ID, otherRuns[0].ID} {
+		if r := must[*orchestrator.Run](t, "GetRun")(env.coord.GetRun(ctx, id)); r.Status != orchestrator.RunClaimed {
+			t.Errorf("run %s, reported by or as a runner that does not hold it, is %s, want still claimed", id, r.Status)
+		}
 	}
 }
 
@@ -134,11 +143,10 @@ func TestReportRunsWithoutTheEndpoint(t *testing.T) {
 	})
 	srv := httptest.NewServer(countRequests(old, counts))
 	t.Cleanup(srv.Close)
-	runner, err := NewClient(srv.URL, ClientConfig{Token: runnerTok})
-	check(t, "NewClient", err)
 	ctx := ctxT(t)
-
-	rid, runs := claimedRuns(t, env, "h1", 4)
+	rid, cred, runs := claimedRuns(t, env, "h1", 4)
+	runner, err := NewClient(srv.URL, ClientConfig{Token: cred})
+	check(t, "NewClient", err)
 	for round := range 2 {
 		reps := []orchestrator.RunReport{
 			{RunnerID: rid, RunID: runs[2*round].ID, Status: orchestrator.RunCompleted},
@@ -165,6 +173,8 @@ func TestReportRunsWithoutTheEndpoint(t *testing.T) {
 func TestReportRunsBody(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	_, reg := env.runnerClient(t, registration("h"))
+	runnerTok := credential(reg)
 	for _, tc := range []struct {
 		body string
 		code string
@@ -180,15 +190,19 @@ func TestReportRunsBody(t *testing.T) {
 		}
 	}
 	rec := serve(env.handler, "POST", "/runner/reports", runnerTok,
-		[]byte(`{"reports":[{"run_id":"run_x","runner_id":"lnch_x","status":"completed"},{"run_id":"run_y","status":"done"}]}`))
+		[]byte(`{"reports":[{"run_id":"run_x","status":"completed"},{"run_id":"run_y","status":"done"},`+
+			`{"run_id":"run_z","runner_id":"lnch_x","status":"completed"}]}`))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("POST /runner/reports: %d %s", rec.Code, rec.Body)
 	}
 	var out struct {
 		Results []map[string]any `json:"results"`
 	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || len(out.Results) != 2 {
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || len(out.Results) != 3 {
 		t.Fatalf("answer %s: %v", rec.Body, err)
+	}
+	if r := out.Results[2]; r["run_id"] != "run_z" || r["status"] != float64(403) || r["error"] != "runner_mismatch" {
+		t.Errorf("result 2 = %v", r)
 	}
 	if r := out.Results[0]; r["run_id"] != "run_x" || r["status"] != float64(404) || r["error"] != "run_not_found" || r["message"] == "" {
 		t.Errorf("result 0 = %v", r)

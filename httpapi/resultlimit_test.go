@@ -37,10 +37,10 @@ func TestReportBodyFollowsResultLimit(t *testing.T) {
 	if reg.MaxResultBytes != resultLimit {
 		t.Errorf("registration max_result_bytes = %d, want the coordinator's %d", reg.MaxResultBytes, resultLimit)
 	}
-	rid, runs := claimedRuns(t, env, "h2", 3)
+	rid, cred, runs := claimedRuns(t, env, "h2", 3)
 	post := func(run *orchestrator.Run, text string) (int, string) {
 		body, _ := json.Marshal(map[string]any{"runner_id": rid, "result": map[string]any{"result_type": "deterministic", "result_text": text}})
-		rec := serve(env.handler, "POST", "/runner/runs/"+run.ID+"/completed", runnerTok, body)
+		rec := serve(env.handler, "POST", "/runner/runs/"+run.ID+"/completed", cred, body)
 		return rec.Code, rec.Body.String()
 	}
 	// A result well above MaxBodyBytes, within the result limit: accepted.
@@ -70,15 +70,15 @@ func TestReportBodyFollowsResultLimit(t *testing.T) {
 func TestReportDefaultsAcceptSeveralMB(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
-	runner := env.client(t, runnerTok)
 	ctx := ctxT(t)
-	rid, runs := claimedRuns(t, env, "h1", 1)
+	rid, cred, runs := claimedRuns(t, env, "h1", 1)
+	runner := env.client(t, cred)
 	err := runner.ReportRun(ctx, orchestrator.RunReport{RunnerID: rid, RunID: runs[0].ID, Status: orchestrator.RunCompleted,
 		Result: &orchestrator.Result{ResultType: "deterministic", ResultText: strings.Repeat("x", 3_000_000)}})
 	if err != nil {
 		t.Fatalf("a 3 MB result: %v, want it accepted", err)
 	}
-	reg := must[*orchestrator.Registration](t, "RegisterRunner")(runner.RegisterRunner(ctx, registration("h2")))
+	reg := must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctx, registration("h2")))
 	if reg.MaxResultBytes != int64(orchestrator.DefaultLimits.MaxResultBytes) {
 		t.Errorf("max_result_bytes = %d, want %d", reg.MaxResultBytes, orchestrator.DefaultLimits.MaxResultBytes)
 	}
@@ -99,9 +99,9 @@ func TestReportsBatchWithOneOversizedResult(t *testing.T) {
 	t.Parallel()
 	const resultLimit = 256 << 10
 	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{Limits: orchestrator.Limits{MaxResultBytes: resultLimit}})
-	runner := env.client(t, runnerTok)
 	ctx := ctxT(t)
-	rid, runs := claimedRuns(t, env, "h1", 3)
+	rid, cred, runs := claimedRuns(t, env, "h1", 3)
+	runner := env.client(t, cred)
 	reps := make([]orchestrator.RunReport, 3)
 	for i, r := range runs {
 		reps[i] = orchestrator.RunReport{RunnerID: rid, RunID: r.ID, Status: orchestrator.RunCompleted,

@@ -114,9 +114,7 @@ func TestRunLifecycleRoundTrip(t *testing.T) {
 	ctx := ctxT(t)
 	admin := env.client(t, adminTok)
 	client := env.client(t, clientTok)
-	runner := env.client(t, runnerTok)
-
-	reg := must[*orchestrator.Registration](t, "RegisterRunner")(runner.RegisterRunner(ctx, registration("h1", crawler())))
+	runner, reg := env.runnerClient(t, registration("h1", crawler()))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(client.StartRun(ctx, orchestrator.StartRunParams{
 		AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://example.com","depth":2}`),
 	}))
@@ -136,11 +134,18 @@ func TestRunLifecycleRoundTrip(t *testing.T) {
 	if len(work.Runs) != 1 || work.Runs[0].Run.ID != res.RunID || work.Runs[0].BlueprintName != "web-crawler" {
 		t.Fatalf("PollWork = %+v", work)
 	}
-	// A report from a runner that does not hold the run is fenced off.
-	other := must[*orchestrator.Registration](t, "RegisterRunner other")(runner.RegisterRunner(ctx, registration("h2")))
-	err := runner.ReportRun(ctx, orchestrator.RunReport{RunnerID: other.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
+	// A report from a runner that does not hold the run is fenced off; a runner cannot report as another.
+	otherRunner, other := env.runnerClient(t, registration("h2"))
+	err := otherRunner.ReportRun(ctx, orchestrator.RunReport{RunnerID: other.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
 	if !errors.Is(err, orchestrator.ErrConflict) || orchestrator.ErrorCode(err) != "run_not_held" {
 		t.Fatalf("report by another runner: err = %v, want ErrConflict run_not_held", err)
+	}
+	err = otherRunner.ReportRun(ctx, orchestrator.RunReport{RunnerID: reg.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
+	if !errors.Is(err, orchestrator.ErrForbidden) || orchestrator.ErrorCode(err) != "runner_mismatch" {
+		t.Fatalf("report by another runner in this runner's name: err = %v, want ErrForbidden runner_mismatch", err)
+	}
+	if _, err := otherRunner.GetSession(ctx, res.SessionID); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("another runner reads the session: err = %v, want ErrNotFound", err)
 	}
 	check(t, "ReportRun started", runner.ReportRun(ctx, orchestrator.RunReport{RunnerID: reg.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning}))
 	evs := must[[]*orchestrator.Event](t, "AppendEvents")(runner.AppendEvents(ctx, res.SessionID, []orchestrator.Event{
@@ -190,19 +195,29 @@ func TestRunLifecycleRoundTrip(t *testing.T) {
 
 	// Runners: heartbeat, list, deregister.
 	check(t, "Heartbeat", runner.Heartbeat(ctx, reg.RunnerID))
-	if err := runner.Heartbeat(ctx, "lnch_unknown"); !errors.Is(err, orchestrator.ErrNotFound) {
-		t.Fatalf("Heartbeat(unknown): err = %v, want ErrNotFound", err)
+	if err := runner.Heartbeat(ctx, "lnch_unknown"); !errors.Is(err, orchestrator.ErrForbidden) {
+		t.Fatalf("Heartbeat(another runner): err = %v, want ErrForbidden", err)
+	}
+	if err := admin.Heartbeat(ctx, "lnch_unknown"); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("Heartbeat(unknown) as admin: err = %v, want ErrNotFound", err)
 	}
 	runnersList := must[[]*orchestrator.RunnerInfo](t, "ListRunners")(admin.ListRunners(ctx))
 	if len(runnersList) != 2 {
 		t.Fatalf("ListRunners = %d runners, want 2", len(runnersList))
 	}
-	check(t, "DeregisterRunner", runner.DeregisterRunner(ctx, reg.RunnerID))
-	if err := runner.Heartbeat(ctx, reg.RunnerID); !errors.Is(err, orchestrator.ErrNotFound) {
-		t.Fatalf("Heartbeat after deregistration: err = %v, want ErrNotFound", err)
+	if err := runner.DeregisterRunner(ctx, other.RunnerID); !errors.Is(err, orchestrator.ErrForbidden) {
+		t.Fatalf("DeregisterRunner(another runner): err = %v, want ErrForbidden", err)
 	}
-	if _, err := runner.PollWork(ctx, orchestrator.PollParams{RunnerID: reg.RunnerID, Max: 1}); !errors.Is(err, orchestrator.ErrNotFound) {
-		t.Fatalf("PollWork after deregistration: err = %v, want ErrNotFound", err)
+	check(t, "DeregisterRunner", runner.DeregisterRunner(ctx, reg.RunnerID))
+	// Going offline revokes the runner's credential: it must register again.
+	if err := runner.Heartbeat(ctx, reg.RunnerID); !errors.Is(err, orchestrator.ErrUnauthorized) {
+		t.Fatalf("Heartbeat after deregistration: err = %v, want ErrUnauthorized", err)
+	}
+	if _, err := runner.PollWork(ctx, orchestrator.PollParams{RunnerID: reg.RunnerID, Max: 1}); !errors.Is(err, orchestrator.ErrUnauthorized) {
+		t.Fatalf("PollWork after deregistration: err = %v, want ErrUnauthorized", err)
+	}
+	if err := admin.Heartbeat(ctx, reg.RunnerID); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("Heartbeat after deregistration as admin: err = %v, want ErrNotFound", err)
 	}
 	rec = serve(env.handler, "DELETE", "/runners/"+other.RunnerID, adminTok, nil)
 	if rec.Code != http.StatusNoContent {
@@ -284,13 +299,18 @@ func TestPollWakeUp(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{PollTimeout: time.Minute})
 	ctx := ctxT(t)
-	runner := env.client(t, runnerTok)
-	reg := must[*orchestrator.Registration](t, "RegisterRunner")(runner.RegisterRunner(ctx, registration("h", crawler())))
+	runner, reg := env.runnerClient(t, registration("h", crawler()))
 
-	// Nothing to do: 204, an empty Work.
-	rec := serve(env.handler, "GET", "/runner/runs?runner_id="+reg.RunnerID+"&wait=0", runnerTok, nil)
-	if rec.Code != http.StatusNoContent {
-		t.Fatalf("empty poll: %d %s", rec.Code, rec.Body)
+	// Nothing to do: 204, an empty Work; the credential names the runner.
+	for _, q := range []string{"runner_id=" + reg.RunnerID + "&", ""} {
+		rec := serve(env.handler, "GET", "/runner/runs?"+q+"wait=0", credential(reg), nil)
+		if rec.Code != http.StatusNoContent {
+			t.Fatalf("empty poll (%s): %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	rec := serve(env.handler, "GET", "/runner/runs?runner_id=lnch_other&wait=0", credential(reg), nil)
+	if m := errorBody(t, rec, http.StatusForbidden); m["error"] != "runner_mismatch" {
+		t.Fatalf("poll for another runner: %s", rec.Body)
 	}
 	w := must[*orchestrator.Work](t, "PollWork empty")(runner.PollWork(ctx, orchestrator.PollParams{RunnerID: reg.RunnerID, Max: 1}))
 	if !w.Empty() {

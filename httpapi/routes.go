@@ -35,10 +35,15 @@ type routeDef struct {
 }
 
 var (
-	clients        = []Role{RoleClient}
-	clientsRunners = []Role{RoleClient, RoleRunner}
-	runners        = []Role{RoleRunner}
-	adminOnly      = []Role(nil)
+	clients = []Role{RoleClient}
+	// clientsRunners: clients, and registered runners for what their gateways forward (scoped to their
+	// runs' sessions: see runnerScoped).
+	clientsRunners = []Role{RoleClient, RoleRunnerInstance}
+	// registrars: the shared runner token, which only registers.
+	registrars = []Role{RoleRunner}
+	// runners: a registered runner, for itself.
+	runners   = []Role{RoleRunnerInstance}
+	adminOnly = []Role(nil)
 )
 
 // routeTable is the whole API. The role test in auth_test.go is generated from it, so a route added here
@@ -70,14 +75,16 @@ var routeTable = []routeDef{
 	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},
 
 	// MCP over streamable HTTP (Config.MCP): POST carries calls, GET a stream, DELETE ends a session.
-	{Route{Method: "POST", Pattern: "/mcp", Roles: clientsRunners, LongPoll: true}, (*server).mcp},
-	{Route{Method: "GET", Pattern: "/mcp", Roles: clientsRunners, LongPoll: true}, (*server).mcp},
-	{Route{Method: "DELETE", Pattern: "/mcp", Roles: clientsRunners}, (*server).mcp},
+	// Runners have none of it: the coordinator's MCP server acts with the coordinator's own rights, and a
+	// runner's agents reach MCP through the runner's gateway, scoped to their run.
+	{Route{Method: "POST", Pattern: "/mcp", Roles: clients, LongPoll: true}, (*server).mcp},
+	{Route{Method: "GET", Pattern: "/mcp", Roles: clients, LongPoll: true}, (*server).mcp},
+	{Route{Method: "DELETE", Pattern: "/mcp", Roles: clients}, (*server).mcp},
 
 	{Route{Method: "GET", Pattern: "/runners", Roles: adminOnly}, (*server).listRunners},
 	{Route{Method: "DELETE", Pattern: "/runners/{id}", Roles: adminOnly}, (*server).deleteRunner},
 
-	{Route{Method: "POST", Pattern: "/runner/register", Roles: runners}, (*server).register},
+	{Route{Method: "POST", Pattern: "/runner/register", Roles: registrars}, (*server).register},
 	{Route{Method: "POST", Pattern: "/runner/heartbeat", Roles: runners}, (*server).heartbeat},
 	{Route{Method: "GET", Pattern: "/runner/runs", Roles: runners, LongPoll: true}, (*server).pollWork},
 	{Route{Method: "POST", Pattern: "/runner/runs/{id}/started", Roles: runners}, (*server).reportStarted},

@@ -39,7 +39,30 @@ func (s *server) deleteRunner(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) deregister(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := sameRunner(r.Context(), id); err != nil {
+		return err
+	}
 	return s.deleteRunner(w, r)
+}
+
+// actingRunner returns the runner a /runner/* request acts for: the runner its credential is bound to —
+// named names it too, or nothing — or, for an admin and on an open API, the runner named, which bad
+// (badBody or badQuery) says is then required.
+func actingRunner(r *http.Request, named string, bad func(format string, args ...any) error) (string, error) {
+	if b := boundRunner(r.Context()); b != "" {
+		if named != "" && named != b {
+			return "", runnerMismatch(b, named)
+		}
+		return b, nil
+	}
+	if named == "" {
+		return "", bad("runner_id is required")
+	}
+	return named, nil
 }
 
 func (s *server) register(w http.ResponseWriter, r *http.Request) error {
@@ -72,10 +95,11 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &ref, false); err != nil {
 		return err
 	}
-	if ref.RunnerID == "" {
-		return badBody("runner_id is required")
+	id, err := actingRunner(r, ref.RunnerID, badBody)
+	if err != nil {
+		return err
 	}
-	if err := s.coord.Heartbeat(r.Context(), ref.RunnerID); err != nil {
+	if err := s.coord.Heartbeat(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -86,9 +110,9 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 // there is some, or 204 No Content when the wait (default Config.PollWait) elapsed with none. max (default
 // 1) is how many runs the runner can take; 0 asks for stop requests only.
 func (s *server) pollWork(w http.ResponseWriter, r *http.Request) error {
-	id := r.URL.Query().Get("runner_id")
-	if id == "" {
-		return badQuery("runner_id is required")
+	id, err := actingRunner(r, r.URL.Query().Get("runner_id"), badQuery)
+	if err != nil {
+		return err
 	}
 	maxRuns, err := queryInt(r, "max", 1, 0, 10000)
 	if err != nil {
@@ -132,10 +156,11 @@ func (s *server) report(w http.ResponseWriter, r *http.Request, status orchestra
 	if b.RunID != "" && b.RunID != id {
 		return badBody("run_id %q in the body does not match run %q in the path", b.RunID, id)
 	}
-	if b.RunnerID == "" {
-		return badBody("runner_id is required")
+	runner, err := actingRunner(r, b.RunnerID, badBody)
+	if err != nil {
+		return err
 	}
-	rep := orchestrator.RunReport{RunnerID: b.RunnerID, RunID: id, Status: status, Result: b.Result, Error: b.Error}
+	rep := orchestrator.RunReport{RunnerID: runner, RunID: id, Status: status, Result: b.Result, Error: b.Error}
 	if err := s.coord.ReportRun(r.Context(), rep); err != nil {
 		return err
 	}
@@ -188,6 +213,13 @@ func (s *server) reportRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(b.Reports) > MaxReportsPerRequest {
 		return badBody("%d reports; at most %d per request", len(b.Reports), MaxReportsPerRequest)
+	}
+	if runner := boundRunner(r.Context()); runner != "" {
+		for i := range b.Reports { // each report is the credential's runner's; a mismatch is refused below
+			if b.Reports[i].RunnerID == "" {
+				b.Reports[i].RunnerID = runner
+			}
+		}
 	}
 	var errs []error
 	if br, ok := s.coord.(orchestrator.BatchReporter); ok {

@@ -29,7 +29,8 @@ import (
 //
 // BENCH_PRODUCERS (default 64) sets the client goroutines creating runs, BENCH_CONCURRENCY (default 128)
 // the runner's MaxConcurrent; BENCH_NOTIFIER=0 leaves the PostgreSQL coordinator without its Notifier (a
-// lone coordinator needs none). The PostgreSQL variants are skipped without ORCHESTRATOR_TEST_POSTGRES_URL.
+// lone coordinator needs none); BENCH_TOKENS=1 turns authentication on for BenchmarkHTTPPath. The
+// PostgreSQL variants are skipped without ORCHESTRATOR_TEST_POSTGRES_URL.
 //
 // The defaults offer enough load to saturate the path, so runs/s is its capacity. With fewer producers
 // (each waits for its run's creation before it creates the next) or fewer slots (each is held until its
@@ -112,17 +113,25 @@ func BenchmarkHTTPPath(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
+			// BENCH_TOKENS=1 serves the API with authentication: every request is checked, the runner's
+			// (after its registration) with its own credential.
+			var hcfg httpapi.Config
+			var runnerTok, clientTok string
+			if os.Getenv("BENCH_TOKENS") == "1" {
+				runnerTok, clientTok = "bench-runner-token", "bench-client-token"
+				hcfg.Tokens = map[string]httpapi.Role{runnerTok: httpapi.RoleRunner, clientTok: httpapi.RoleClient}
+			}
 			served := make(chan error, 1)
 			go func() {
-				served <- httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, httpapi.Config{}), time.Second, nil)
+				served <- httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, hcfg), time.Second, nil)
 			}()
 			b.Cleanup(func() { cancel(); <-served })
 			url := "http://" + ln.Addr().String()
-			runnerClient, err := httpapi.NewClient(url, httpapi.ClientConfig{})
+			runnerClient, err := httpapi.NewClient(url, httpapi.ClientConfig{Token: runnerTok})
 			if err != nil {
 				b.Fatal(err)
 			}
-			producerClient, err := httpapi.NewClient(url, httpapi.ClientConfig{})
+			producerClient, err := httpapi.NewClient(url, httpapi.ClientConfig{Token: clientTok})
 			if err != nil {
 				b.Fatal(err)
 			}

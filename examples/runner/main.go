@@ -11,12 +11,13 @@
 // announces no blueprints unless -blueprints-dir is given, and takes AI agent runs.
 //
 // Programs are looked up on PATH and run in -project-dir. Each run's processes reach the coordinator only
-// through the runner's loopback gateway (AGENT_ORCHESTRATOR_API_URL, AGENT_ORCHESTRATOR_TOKEN); the
-// runner's own token never reaches their environment. The token comes from -token-file (best: a file of
-// mode 0600), -token (visible to other users in /proc/<pid>/cmdline) or ORCHESTRATOR_RUNNER_TOKEN. With
-// -run-as USER (the runner must be root) the programs run as that user, who can read neither the runner's
-// environment nor its token file. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace), stop
-// the rest, deregister.
+// through the runner's loopback gateway (AGENT_ORCHESTRATOR_API_URL, AGENT_ORCHESTRATOR_TOKEN); neither
+// the runner token (used only to register) nor the runner's own credential, which its registration
+// returns, ever reaches their environment. The token comes from -token-file (best: a file of mode 0600),
+// -token (visible to other users in /proc/<pid>/cmdline) or ORCHESTRATOR_RUNNER_TOKEN. With -run-as USER
+// (the runner must be root) the programs run as that user, who can read neither the runner's environment
+// nor its token file. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace), stop the rest,
+// deregister.
 package main
 
 import (

@@ -46,6 +46,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
 	}
 	ms.Add(migrate.Migration{Name: "20260101000004", Comment: "parked_runs", Up: parkedRuns})
+	ms.Add(migrate.Migration{Name: "20260101000006", Comment: "runner_secret_hash", Up: runnerSecretHash})
 	data := templateData{JSON: "TEXT", Time: "TIMESTAMP", WithoutRowID: " WITHOUT ROWID"}
 	if s.pg {
 		data = templateData{JSON: "JSON", Time: "TIMESTAMPTZ"}
@@ -104,27 +105,40 @@ func (s *Store) advisoryLock(ctx context.Context) (func(), error) {
 // between its commit and its bookkeeping row).
 func parkedRuns(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
 	return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		pg := m.DB().Dialect().Name() == dialect.PG
-		q := "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'parked'"
-		if pg {
-			q = "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'parked'"
-		}
-		var n int
-		if err := tx.NewRaw(q).Scan(ctx, &n); err != nil {
-			return err
-		}
 		stmts := []string{
 			"DROP INDEX IF EXISTS runs_claim",
 			"CREATE INDEX IF NOT EXISTS runs_claim ON runs (demand_runner_id, agent_type, created_at, id) WHERE status = 'pending' AND NOT parked",
 		}
-		if n == 0 {
-			stmts = append([]string{"ALTER TABLE runs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT FALSE"}, stmts...)
-		}
-		for _, st := range stmts {
-			if _, err := tx.ExecContext(ctx, st); err != nil {
-				return fmt.Errorf("%s: %w", st, err)
-			}
-		}
-		return nil
+		return addColumn(ctx, m, tx, "runs", "parked", "BOOLEAN NOT NULL DEFAULT FALSE", stmts...)
 	})
+}
+
+// runnerSecretHash adds runners.secret_hash: the SHA-256 hash (hex) of the secret the runner's latest
+// registration returned, empty when it holds none. Go for the same reason as parkedRuns.
+func runnerSecretHash(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+	return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return addColumn(ctx, m, tx, "runners", "secret_hash", "TEXT NOT NULL DEFAULT ''")
+	})
+}
+
+// addColumn adds column to table unless it is there already, then runs then.
+func addColumn(ctx context.Context, m *migrate.Migrator, tx bun.Tx, table, column, def string, then ...string) error {
+	q := "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
+	if m.DB().Dialect().Name() == dialect.PG {
+		q = "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?"
+	}
+	var n int
+	if err := tx.NewRaw(q, table, column).Scan(ctx, &n); err != nil {
+		return err
+	}
+	stmts := then
+	if n == 0 {
+		stmts = append([]string{fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", table, column, def)}, then...)
+	}
+	for _, st := range stmts {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
+			return fmt.Errorf("%s: %w", st, err)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -95,6 +98,45 @@ func (s *Store) UpdateRunnerStatus(ctx context.Context, id string, from []orches
 func (s *Store) DeleteRunner(ctx context.Context, id string) error {
 	res, err := s.w.NewDelete().Model((*runnerRow)(nil)).Where("id = ?", id).Exec(ctx)
 	return deleted(res, err, "runner", id)
+}
+
+// SetRunnerSecretHash stores the hash of the runner's secret, hex-encoded in runners.secret_hash (the
+// runner rows the other methods read do not include it); an empty hash clears it.
+func (s *Store) SetRunnerSecretHash(ctx context.Context, id string, hash []byte) error {
+	if strings.IndexByte(id, 0) >= 0 {
+		return notFound("runner", id) // no id holds a NUL byte, and neither dialect takes one in a literal
+	}
+	res, err := s.w.NewUpdate().Model((*runnerRow)(nil)).
+		Set("secret_hash = ?", hex.EncodeToString(hash)).
+		Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return wrap(err, "runner", id)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(err, "runner", id)
+	}
+	if n == 0 {
+		return notFound("runner", id)
+	}
+	return nil
+}
+
+// GetRunnerSecretHash returns the hash SetRunnerSecretHash stored, empty when there is none.
+func (s *Store) GetRunnerSecretHash(ctx context.Context, id string) ([]byte, error) {
+	if strings.IndexByte(id, 0) >= 0 {
+		return nil, notFound("runner", id)
+	}
+	var enc string
+	err := s.r.NewSelect().Model((*runnerRow)(nil)).Column("secret_hash").Where("id = ?", id).Scan(ctx, &enc)
+	if err != nil {
+		return nil, wrap(err, "runner", id)
+	}
+	hash, err := hex.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("runner %q: secret hash: %w", id, err)
+	}
+	return hash, nil
 }
 
 // deleted maps a DELETE's outcome: no row is ErrNotFound.

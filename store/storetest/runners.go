@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
@@ -115,6 +119,80 @@ func testRunners(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		_, err = s.UpdateRunnerStatus(ctx(t), "lnch_missing", online, orchestrator.RunnerStale, time.Time{})
 		wantErr(t, "UpdateRunnerStatus missing", err, orchestrator.ErrNotFound)
+	})
+
+	t.Run("SecretHash", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		hashOf := func(t *testing.T, id string) []byte {
+			t.Helper()
+			h, err := s.GetRunnerSecretHash(ctx(t), id)
+			must(t, "GetRunnerSecretHash "+id, err)
+			return h
+		}
+		r := newRunner("lnch_a")
+		must(t, "PutRunner", s.PutRunner(ctx(t), r))
+		must(t, "PutRunner", s.PutRunner(ctx(t), newRunner("lnch_b")))
+		if h := hashOf(t, "lnch_a"); len(h) != 0 {
+			t.Fatalf("a new runner's secret hash = %x, want none", h)
+		}
+		h1, h2 := sha256.Sum256([]byte("secret-1")), sha256.Sum256([]byte("secret-2"))
+		must(t, "SetRunnerSecretHash", s.SetRunnerSecretHash(ctx(t), "lnch_a", h1[:]))
+		if h := hashOf(t, "lnch_a"); !bytes.Equal(h, h1[:]) {
+			t.Fatalf("secret hash = %x, want %x", h, h1)
+		}
+		if h := hashOf(t, "lnch_b"); len(h) != 0 {
+			t.Fatalf("the other runner's secret hash = %x, want none", h)
+		}
+		// The record as the rest of the store sees it is unchanged, and changes to it keep the hash.
+		got, err := s.GetRunner(ctx(t), "lnch_a")
+		must(t, "GetRunner", err)
+		equal(t, "GetRunner after SetRunnerSecretHash", got, r)
+		r2 := newRunner("lnch_a")
+		r2.Hostname = "replaced"
+		must(t, "PutRunner replace", s.PutRunner(ctx(t), r2))
+		_, err = s.TouchRunner(ctx(t), "lnch_a", at(50))
+		must(t, "TouchRunner", err)
+		_, err = s.UpdateRunnerStatus(ctx(t), "lnch_a", nil, orchestrator.RunnerStale, time.Time{})
+		must(t, "UpdateRunnerStatus", err)
+		if h := hashOf(t, "lnch_a"); !bytes.Equal(h, h1[:]) {
+			t.Fatalf("secret hash after PutRunner, TouchRunner and UpdateRunnerStatus = %x, want %x", h, h1)
+		}
+		// A transaction that fails leaves the hash as it was.
+		boom := errors.New("boom")
+		err = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+			if err := tx.SetRunnerSecretHash(ctx, "lnch_a", h2[:]); err != nil {
+				return err
+			}
+			return boom
+		})
+		wantErr(t, "InTx", err, boom)
+		if h := hashOf(t, "lnch_a"); !bytes.Equal(h, h1[:]) {
+			t.Fatalf("secret hash after a rolled back change = %x, want %x", h, h1)
+		}
+		must(t, "SetRunnerSecretHash replace", s.SetRunnerSecretHash(ctx(t), "lnch_a", h2[:]))
+		if h := hashOf(t, "lnch_a"); !bytes.Equal(h, h2[:]) {
+			t.Fatalf("secret hash = %x, want %x", h, h2)
+		}
+		must(t, "SetRunnerSecretHash clear", s.SetRunnerSecretHash(ctx(t), "lnch_a", nil))
+		if h := hashOf(t, "lnch_a"); len(h) != 0 {
+			t.Fatalf("cleared secret hash = %x, want none", h)
+		}
+		// A runner deleted and put again starts without one.
+		must(t, "SetRunnerSecretHash", s.SetRunnerSecretHash(ctx(t), "lnch_b", h1[:]))
+		must(t, "DeleteRunner", s.DeleteRunner(ctx(t), "lnch_b"))
+		_, err = s.GetRunnerSecretHash(ctx(t), "lnch_b")
+		wantErr(t, "GetRunnerSecretHash deleted", err, orchestrator.ErrNotFound)
+		must(t, "PutRunner again", s.PutRunner(ctx(t), newRunner("lnch_b")))
+		if h := hashOf(t, "lnch_b"); len(h) != 0 {
+			t.Fatalf("secret hash of a runner put again after its deletion = %x, want none", h)
+		}
+
+		for _, id := range []string{"lnch_missing", "lnch_\x00"} {
+			wantErr(t, "SetRunnerSecretHash "+id, s.SetRunnerSecretHash(ctx(t), id, h1[:]), orchestrator.ErrNotFound)
+			_, err = s.GetRunnerSecretHash(ctx(t), id)
+			wantErr(t, "GetRunnerSecretHash "+id, err, orchestrator.ErrNotFound)
+		}
 	})
 
 	t.Run("Delete", func(t *testing.T) {
