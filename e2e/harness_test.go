@@ -771,6 +771,7 @@ const testAgentSchema = `{
 		"release": {"type": "string"},
 		"sleep_ms": {"type": "integer", "minimum": 0},
 		"exit": {"type": "integer"},
+		"get": {"type": "string"},
 		"tag": {"type": "string"}
 	}
 }`
@@ -789,6 +790,12 @@ type agentOutput struct {
 	Pid       int             `json:"pid"`
 	Args      []string        `json:"args"`
 	Params    json.RawMessage `json:"params"`
+	// Gets are the gateway's answers to --get.
+	Gets []struct {
+		Path   string          `json:"path"`
+		Status int             `json:"status"`
+		Body   json.RawMessage `json:"body"`
+	} `json:"gets"`
 }
 
 func decodeAgentOutput(t *testing.T, r *orchestrator.Result) agentOutput {

@@ -11,6 +11,8 @@
 //	--release FILE      block until FILE exists
 //	--sleep_ms MS       sleep MS milliseconds
 //	--exit CODE         exit with CODE (after writing a line saying so to stderr)
+//	--get PATHS         GET each of the comma-separated paths from the runner's gateway with the run's token,
+//	                    and report each answer's status and body in the output's "gets"
 //	--tag, --url, --depth  ignored (labels, and seed 001 §6's parameters)
 //
 // Unless it exits non-zero it prints one JSON object to stdout: its run and session ids, working directory,
@@ -22,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,6 +44,7 @@ func main() {
 	release := flag.String("release", "", "block until this file exists")
 	sleepMS := flag.Int("sleep_ms", 0, "milliseconds to sleep")
 	exitCode := flag.Int("exit", 0, "exit code")
+	gets := flag.String("get", "", "comma-separated paths to GET from the gateway")
 	flag.String("tag", "", "free-form label (ignored)")
 	flag.String("url", "", "ignored (seed 001 §6's parameters)")
 	flag.String("depth", "", "ignored (seed 001 §6's parameters)")
@@ -103,6 +107,7 @@ func main() {
 		params = string(stdin)
 	}
 	out, _ := json.Marshal(map[string]any{
+		"gets":       getAll(*gets),
 		"run_id":     runID,
 		"session_id": os.Getenv("AGENT_SESSION_ID"),
 		"cwd":        wd,
@@ -146,4 +151,32 @@ func writeAtomic(path, content string) {
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "testagent: "+format+"\n", args...)
 	os.Exit(70)
+}
+
+// getAll GETs each comma-separated path from the gateway (AGENT_ORCHESTRATOR_API_URL) with the run's token
+// (AGENT_ORCHESTRATOR_TOKEN) and returns each answer as {"path", "status", "body"}.
+func getAll(paths string) []map[string]any {
+	if paths == "" {
+		return nil
+	}
+	var out []map[string]any
+	for _, p := range strings.Split(paths, ",") {
+		req, err := http.NewRequest("GET", os.Getenv("AGENT_ORCHESTRATOR_API_URL")+p, nil)
+		if err != nil {
+			fail("GET %s: %v", p, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+os.Getenv("AGENT_ORCHESTRATOR_TOKEN"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fail("GET %s: %v", p, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var doc any
+		if json.Unmarshal(body, &doc) != nil {
+			doc = string(body)
+		}
+		out = append(out, map[string]any{"path": p, "status": resp.StatusCode, "body": doc})
+	}
+	return out
 }
