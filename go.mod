@@ -3,6 +3,7 @@ module github.com/agentorchestrator/orchestrator
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/google/jsonschema-go v0.4.3
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/mattn/go-isatty v0.0.24

@@ -78,8 +78,9 @@ func sample(ctx context.Context, base, siteURL string) (string, error) {
 
 func printTryNext(base, session, siteURL string) {
 	fmt.Printf(`
-The coordinator is serving at %[1]s, the demo site at %[3]s (Ctrl-C stops both). Try ao, the
-command line (go install ./cmd/ao, or go run ./cmd/ao):
+The coordinator is serving at %[1]s and the demo site at %[3]s; Ctrl-C stops both.
+
+Try ao, the command line (go install ./cmd/ao, or go run ./cmd/ao):
 
   ao agents
   ao agents show web-crawler

@@ -355,10 +355,20 @@ func (e *env) summary(s *orchestrator.Session, took time.Duration) {
 	default:
 		head = paint(ansiYell, "■ "+string(s.Status)) + " after " + formatElapsed(took)
 	}
-	if s.Error != "" && s.Error != string(s.Status) {
-		head += ": " + s.Error
+	if r := s.Result; r != nil && r.ExitCode != nil && *r.ExitCode > 0 {
+		head += fmt.Sprintf(" (exit %d)", *r.ExitCode)
+	}
+	if msg := lastLine(s.Error); msg != "" && msg != string(s.Status) {
+		head += ": " + msg
 	}
 	fmt.Fprintf(w, "%s  %s\n", head, paint(ansiDim, "(session "+s.ID+")"))
+}
+
+// lastLine is the last non-empty line of an error: a failed command's error is the tail of its stderr,
+// whose lines were shown as they came, and whose last line usually says what went wrong.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // printResult writes a result for people: result_data as indented JSON, else result_text, on out; what

@@ -135,11 +135,20 @@ func (e *env) sessions(ctx context.Context, f orchestrator.SessionFilter, limit 
 		return nil
 	}
 	now := time.Now()
+	// The error column only when there is an error to show.
+	errors := slices.ContainsFunc(list, func(s *orchestrator.Session) bool { return s.Error != "" })
 	tw := tabwriter.NewWriter(e.app.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tAGENT\tSTATUS\tSTARTED\tDURATION\tERROR")
+	fmt.Fprint(tw, "SESSION\tAGENT\tSTATUS\tSTARTED\tDURATION")
+	if errors {
+		fmt.Fprint(tw, "\tERROR")
+	}
+	fmt.Fprintln(tw)
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.AgentName, s.Status, ago(now, s.CreatedAt),
-			duration(now, s), cut(oneLine(s.Error), 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", s.ID, s.AgentName, s.Status, ago(now, s.CreatedAt), duration(now, s))
+		if errors {
+			fmt.Fprintf(tw, "\t%s", cut(lastLine(s.Error), 60))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	if len(list) < total {
