@@ -326,6 +326,43 @@ func TestAOLogsFollow(t *testing.T) {
 	}
 }
 
+// TestAOLogsFollowAcrossRestart: the coordinator is SIGKILLed and restarted while ao logs -f follows a
+// session; ao says it lost the coordinator, picks up from the last event it had when it is back, and
+// prints every event exactly once.
+func TestAOLogsFollowAcrossRestart(t *testing.T) {
+	t.Parallel()
+	a := newAOCluster(t)
+	api := a.co.api(a.client)
+	release := a.path("release")
+	s := api.startRun(map[string]any{"agent_name": "slow", "parameters": map[string]any{"stderr": "before the restart", "release": release}})
+	p := a.startAO(a.co, a.client, "logs", "-f", "--json", s.SessionID)
+	p.waitStdout(t, `"line":"before the restart"`)
+	a.co.kill(t)
+	p.waitStderr(t, "lost the coordinator")
+	touch(t, release) // the run ends while the coordinator is down; its runner reports it after the restart
+	a.co.restart(t)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("ao logs -f: exit %d; stderr:\n%s", code, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), "ao: reconnected") {
+		t.Errorf("stderr:\n%s", p.stderr.String())
+	}
+	evs := api.events(s.SessionID)
+	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
+	if len(lines) != len(evs) {
+		t.Fatalf("ao printed %d events, the session has %d:\n%s", len(lines), len(evs), p.stdout.String())
+	}
+	for i, line := range lines {
+		var ev orchestrator.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Seq != evs[i].Seq {
+			t.Fatalf("line %d = %s (%v), want event %d", i+1, line, err, evs[i].Seq)
+		}
+	}
+	if last := evs[len(evs)-1]; last.Type != orchestrator.EventRunEnded {
+		t.Errorf("the last event is %s, want run_ended", last.Type)
+	}
+}
+
 // TestAOStop: ao stop stops a sleeping run and waits until it has stopped.
 func TestAOStop(t *testing.T) {
 	t.Parallel()

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,11 +66,12 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	if strings.HasPrefix(err.Error(), "unknown command ") || strings.HasPrefix(err.Error(), "unknown flag") {
+	if strings.HasPrefix(err.Error(), "unknown command ") { // cobra's own, for a misspelt command
 		err = &usageError{msg: err.Error()}
 	}
+	var silent *exitError // the command has said what it had to
 	if e.json {
-		if _, silent := err.(*exitError); !silent {
+		if !errors.As(err, &silent) {
 			writeJSON(a.Stdout, errorDocument(err))
 		}
 	} else {
