@@ -12,6 +12,10 @@
 //	callback_ai_test.go  the callback path with a Claude Code session: a parent run by the claude-code
 //	                   executor starts a deterministic child over MCP (through the runner's gateway) in
 //	                   async_callback mode, and is resumed (--resume) with the child's structured result
+//	ao_test.go         the ao command line against the real binaries: ao run following a run live (its
+//	                   stderr lines before it ends), exit codes, invalid parameters, logs -f (also across a
+//	                   coordinator restart), stop, Ctrl-C, --json for every command, and ao run on a
+//	                   pseudo-terminal (spinner, live lines)
 //	harness_test.go    processes, ports, the API helpers; procfs_test.go finds what a test left behind
 //	internal/testagent   the deterministic agent the tests run (its flags are the blueprint's parameters)
 //	internal/echorunner  an AI-agent runner (orchestrator.Runner on httpapi.Client) that records prompts

@@ -20,7 +20,7 @@ import (
 
 var (
 	// binDir holds the binaries TestMain built: coordinator, runner, ao-file-stats, ao-web-crawler,
-	// testagent, echorunner, fakeclaude.
+	// testagent, echorunner, fakeclaude, ao.
 	binDir string
 	// buildErr is set when the build failed; every test then fails with it.
 	buildErr error
@@ -40,6 +40,7 @@ var packages = []string{
 	"./e2e/internal/testagent",
 	"./e2e/internal/echorunner",
 	"./e2e/internal/fakeclaude",
+	"./cmd/ao",
 }
 
 func TestMain(m *testing.M) {
@@ -88,7 +89,7 @@ func build() error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go %v: %v\n%s", args, err, out.String())
 	}
-	for _, name := range []string{"coordinator", "runner", "ao-file-stats", "ao-web-crawler", "testagent", "echorunner", "fakeclaude"} {
+	for _, name := range []string{"coordinator", "runner", "ao-file-stats", "ao-web-crawler", "testagent", "echorunner", "fakeclaude", "ao"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
 			return fmt.Errorf("build did not produce %s: %v", name, err)
 		}

@@ -78,6 +78,23 @@
 // error; wrong types, malformed JSON and trailing data are 400 with a message that names the problem. The
 // Content-Type of a request is not checked (curl -d sends form encoding).
 //
+// # Event streams
+//
+// GET /sessions/{id}/events with "Accept: text/event-stream", and GET /sessions/{id}/events/stream, send
+// the session's events as Server-Sent Events: each event as a frame with "id: <seq>", "event:
+// <event_type>" and "data: <the event's JSON>". The stream replays the events after the Last-Event-ID
+// header (or ?after=), then follows new ones, with a ": heartbeat" comment whenever it has been idle for
+// [Config.Heartbeat]. When the session has ended — at once for an ended session, or as soon as a running
+// one ends — the stream sends the remaining events, then one frame without an id,
+//
+//	event: end
+//	data: {"session_id":"ses_…","status":"completed","last_seq":12}
+//
+// and closes. A client tells that clean end from a dropped connection, which it should reopen with
+// Last-Event-ID (a browser's EventSource does so by itself, so its "end" listener should call close()).
+// An AI session that is resumed later has new events: open the stream again. A session deleted while its
+// stream is open ends it with an "error" frame ({"error":"session_not_found", …}).
+//
 // A caller's X-Agent-Session-Id header becomes the parent_session_id of a new session that names none:
 // that is how an AI agent's MCP calls link the children it starts.
 //

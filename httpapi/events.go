@@ -87,9 +87,17 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
 //
 // It replays the events after the Last-Event-ID header (or ?after=, or from the start), then follows new
 // ones as they are appended, with a ": heartbeat" comment whenever the stream has been idle for
-// Config.Heartbeat. It is exempt from the server's write timeout and ends when the client goes away. A
-// session that ends does not end the stream (an AI session may be resumed); a session that is deleted
-// does, after an "error" event.
+// Config.Heartbeat. It is exempt from the server's write timeout and ends when the client goes away.
+//
+// Once the session has ended and its last event has been sent, the stream sends an "end" frame and
+// closes:
+//
+//	event: end
+//	data: {"session_id":"ses_…","status":"completed","last_seq":12}
+//
+// The frame has no id, so a client's Last-Event-ID stays that of the last event; it tells a clean end
+// from a dropped connection. A resumed AI session's new events are read by opening the stream again. A
+// session that is deleted ends the stream after an "error" event.
 func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {
@@ -131,7 +139,29 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	var buf bytes.Buffer
 	for {
-		evs, err := s.coord.ListEvents(ctx, id, after, int(limit), s.cfg.Heartbeat)
+		// The session is read before its events: a session's end and its last events (result, run_ended)
+		// are stored in one transaction, so once it is seen ended, every event up to its LastEventSeq can
+		// be listed.
+		sess, err := s.coord.GetSession(ctx, id)
+		var evs []*orchestrator.Event
+		if err == nil {
+			ended := sess.Status.Ended()
+			if ended && after >= sess.LastEventSeq {
+				writeEnd(w, sess, after)
+				_ = rc.Flush()
+				return nil
+			}
+			wait := s.cfg.Heartbeat
+			if ended {
+				wait = 0 // the rest is stored: send it and end
+			}
+			evs, err = s.coord.ListEvents(ctx, id, after, int(limit), wait)
+			if err == nil && ended && len(evs) == 0 {
+				writeEnd(w, sess, after) // nothing more after all (the count and the events disagree)
+				_ = rc.Flush()
+				return nil
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -162,6 +192,20 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+}
+
+// writeEnd writes the frame that ends the stream of an ended session (see streamEvents).
+func writeEnd(w io.Writer, sess *orchestrator.Session, lastSeq int64) {
+	b, _ := json.Marshal(streamEnd{SessionID: sess.ID, Status: sess.Status, LastSeq: lastSeq})
+	fmt.Fprintf(w, "event: end\ndata: %s\n\n", b)
+}
+
+// streamEnd is the data of the "end" frame of an event stream.
+type streamEnd struct {
+	SessionID string                     `json:"session_id"`
+	Status    orchestrator.SessionStatus `json:"status"`
+	// LastSeq is the sequence number of the last event sent (or of the Last-Event-ID the client gave).
+	LastSeq int64 `json:"last_seq"`
 }
 
 func writeSSE(buf *bytes.Buffer, ev *orchestrator.Event) error {

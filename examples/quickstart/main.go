@@ -1,7 +1,8 @@
 // Command quickstart runs the whole system in one process on the embedded SQLite default: a coordinator
 // serving the HTTP API on 127.0.0.1:8765, a runner with the example blueprints (examples/blueprints), and
-// a sample invocation of the web-crawler agent against a small demo site. Then it keeps serving and prints
-// curl commands to try next. Run it from the repository root:
+// a sample invocation of the web-crawler agent against a small demo site (served on 127.0.0.1:8766). Then
+// it keeps serving, the demo site too, and prints ao and curl commands to try next. Run it from the
+// repository root:
 //
 //	go run ./examples/quickstart
 package main
@@ -30,18 +31,19 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8765", "address of the coordinator's HTTP API")
 	db := flag.String("db", "orchestrator.db", "SQLite file")
+	site := flag.String("site-addr", "127.0.0.1:8766", "address of the demo site the sample crawls (any free port if taken)")
 	once := flag.Bool("once", false, "exit after the sample invocation instead of serving")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *addr, *db, *once); err != nil {
+	if err := run(ctx, log, *addr, *db, *site, *once); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) error {
+func run(ctx context.Context, log *slog.Logger, addr, db, siteAddr string, once bool) error {
 	// The example agents are Go programs: build them and put them on PATH, where blueprints find them.
 	bin, err := os.MkdirTemp("", "orchestrator-quickstart-")
 	if err != nil {
@@ -100,14 +102,19 @@ func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) erro
 	<-runner.Registered()
 
 	base := "http://" + ln.Addr().String()
-	session, err := sample(ctx, base)
+	siteURL, stopSite, err := serveDemoSite(siteAddr)
+	if err != nil {
+		return err
+	}
+	defer stopSite()
+	session, err := sample(ctx, base, siteURL)
 	if err != nil {
 		return err
 	}
 	if once {
 		return nil
 	}
-	printTryNext(base, session)
+	printTryNext(base, session, siteURL)
 	<-ctx.Done()
 	return nil
 }

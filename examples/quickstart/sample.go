@@ -20,11 +20,14 @@ var demoSite = map[string]string{
 	"/docs/start.html": `<html><head><title>Getting started</title></head><body><a href="/docs/">Back</a></body></html>`,
 }
 
-// sample crawls the demo site through the HTTP API, as any client would, and prints the result.
-func sample(ctx context.Context, base string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// serveDemoSite serves demoSite on addr (127.0.0.1:0 when addr is taken) until the returned stop is
+// called, and returns its URL.
+func serveDemoSite(addr string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", err
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return "", nil, err
+		}
 	}
 	site := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page, ok := demoSite[r.URL.Path]
@@ -36,13 +39,17 @@ func sample(ctx context.Context, base string) (string, error) {
 		fmt.Fprint(w, page)
 	})}
 	go site.Serve(ln)
-	defer site.Close()
+	return "http://" + ln.Addr().String() + "/", func() { site.Close() }, nil
+}
 
+// sample crawls the demo site at siteURL through the HTTP API, as any client would, and prints the
+// result.
+func sample(ctx context.Context, base, siteURL string) (string, error) {
 	client, err := httpapi.NewClient(base, httpapi.ClientConfig{})
 	if err != nil {
 		return "", err
 	}
-	params, _ := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/", "depth": 2})
+	params, _ := json.Marshal(map[string]any{"url": siteURL, "depth": 2})
 	fmt.Printf("\nPOST %s/runs {\"agent_name\":\"web-crawler\",\"mode\":\"sync\",\"parameters\":%s}\n", base, params)
 	res, err := client.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeSync, Parameters: params})
 	if err != nil {
@@ -69,9 +76,19 @@ func sample(ctx context.Context, base string) (string, error) {
 	return res.SessionID, nil
 }
 
-func printTryNext(base, session string) {
+func printTryNext(base, session, siteURL string) {
 	fmt.Printf(`
-The coordinator is serving at %[1]s (Ctrl-C stops it). Try:
+The coordinator is serving at %[1]s and the demo site at %[3]s; Ctrl-C stops both.
+
+Try ao, the command line (go install ./cmd/ao, or go run ./cmd/ao):
+
+  ao agents
+  ao agents show web-crawler
+  ao run web-crawler -p url=%[3]s -p depth=2
+  ao sessions
+  ao logs %[2]s
+
+or the HTTP API:
 
   # the agents, deterministic ones with their parameters_schema inline
   curl -s %[1]s/agents
@@ -94,5 +111,5 @@ The coordinator is serving at %[1]s (Ctrl-C stops it). Try:
 
   # AI agents reach the same tools over MCP (Claude Code):
   claude mcp add --transport http orchestrator %[1]s/mcp
-`, base, session)
+`, base, session, siteURL)
 }
