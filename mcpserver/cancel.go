@@ -137,7 +137,11 @@ func (h *cancelRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Read the body to look at the message, then hand it on as it came. A body beyond the limit (the
 	// SDK refuses it) or one that is not a single JSON-RPC message is passed on unread by the router.
-	body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
+	lr := r.Body
+	if h.maxBody > 0 {
+		lr = io.NopCloser(io.LimitReader(r.Body, h.maxBody+1))
+	} // else the limit is off (StreamableHTTPOptions.MaxRequestBodyBytes < 0)
+	body, err := io.ReadAll(lr)
 	r.Body = struct {
 		io.Reader
 		io.Closer
