@@ -118,7 +118,8 @@ type StartRunParams struct {
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// Prompt is sugar for Parameters {"prompt": Prompt}; giving both is an error.
 	Prompt string `json:"prompt,omitempty"`
-	// Mode defaults to async_poll.
+	// Mode is how the caller learns the outcome: sync, async_poll (the default) or async_callback. The
+	// legacy value "resume" means Type resume, in sync mode when Wait is set (see StartRun).
 	Mode Mode `json:"mode,omitempty"`
 	// Type is start (default) or resume. Resume needs SessionID.
 	Type      RunType `json:"type,omitempty"`

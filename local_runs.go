@@ -56,19 +56,22 @@ func (c *LocalCoordinator) apply(fx *effects) {
 // StartRun validates the request, creates the session (or readies it for a resume) and its run in one
 // transaction, and wakes a runner that can take it. See [StartRunParams] for the fields.
 //
-// Decisions where the seeds are silent: mode defaults to async_poll; "mode": "resume" is read as
-// "type": "resume" (seed 002's curl example); a resume's parameters are the new prompt and are checked
-// against the implicit prompt schema; a resumed session keeps its first run's demands and is pinned to the
-// runner of its last run, whose host holds the executor's conversation state.
+// Mode is how the caller learns the outcome (sync, async_poll, async_callback) and defaults to async_poll;
+// Type is whether the run starts a session or resumes one. The legacy "mode": "resume" is read as "type":
+// "resume", in sync mode when the request asks to wait (p.Wait > 0) and async_poll otherwise (see
+// [legacyResume]). A resume's parameters are the new prompt and are checked against the implicit prompt
+// schema; a resumed session keeps its first run's demands and is pinned to the runner of its last run,
+// whose host holds the executor's conversation state.
 func (c *LocalCoordinator) StartRun(ctx context.Context, p StartRunParams) (*StartRunResult, error) {
-	if p.Mode == "resume" {
-		p.Mode, p.Type = "", RunTypeResume
+	if err := legacyResume(&p); err != nil {
+		return nil, err
 	}
 	if p.Mode == "" {
 		p.Mode = ModeAsyncPoll
 	}
 	if !p.Mode.Valid() {
-		return nil, Errorf(ErrInvalid, "invalid_request", "mode must be sync, async_poll or async_callback, not %q", p.Mode)
+		return nil, Errorf(ErrInvalid, "invalid_request",
+			"mode must be sync, async_poll or async_callback (how you learn the outcome), not %q; start or resume is the type field", p.Mode)
 	}
 	if p.Type == "" {
 		p.Type = RunTypeStart
@@ -91,7 +94,8 @@ func (c *LocalCoordinator) StartRun(ctx context.Context, p StartRunParams) (*Sta
 	case RunTypeResume:
 		run, err = c.resumeSession(ctx, p, params, env, fx)
 	default:
-		return nil, Errorf(ErrInvalid, "invalid_request", "type must be start or resume, not %q", p.Type)
+		return nil, Errorf(ErrInvalid, "invalid_request",
+			"type must be start or resume, not %q; sync, async_poll and async_callback are modes (the mode field)", p.Type)
 	}
 	if err != nil {
 		return nil, err
@@ -114,6 +118,24 @@ func (c *LocalCoordinator) StartRun(ctx context.Context, p StartRunParams) (*Sta
 		res.Result, res.Error = s.Result, s.Error
 	}
 	return res, nil
+}
+
+// legacyResume reads the legacy "mode": "resume" — what early API examples sent for a resume — as
+// "type": "resume", with the mode the caller could not say: sync when it asked to wait (p.Wait, the
+// HTTP API's ?wait=), async_poll otherwise.
+func legacyResume(p *StartRunParams) error {
+	if p.Mode != "resume" {
+		return nil
+	}
+	if p.Type != "" && p.Type != RunTypeResume {
+		return Errorf(ErrInvalid, "invalid_request",
+			"mode \"resume\" (the legacy spelling of type resume) contradicts type %q; give type and mode (sync, async_poll or async_callback)", p.Type)
+	}
+	p.Type, p.Mode = RunTypeResume, ""
+	if p.Wait > 0 {
+		p.Mode = ModeSync
+	}
+	return nil
 }
 
 // promptSugar turns "prompt" into {"prompt": …} and checks the parameters' size and shape.

@@ -1,9 +1,12 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -85,5 +88,75 @@ func TestGatewayMCP(t *testing.T) {
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: env[orchestrator.EnvAPIURL] + "/mcp", DisableStandaloneSSE: true}, nil); err == nil {
 		t.Error("an MCP client without the run's token connected")
+	}
+}
+
+// TestGatewayMCPCancel: an AI agent that cancels a sync start_agent_session made through its gateway stops
+// the child. The gateway lets a run write events to its own session only, so the cancellation is recorded
+// there, naming the child.
+func TestGatewayMCPCancel(t *testing.T) {
+	t.Parallel()
+	coord := newCoordinator(t)
+	ctx := ctxT(t)
+	must[*orchestrator.AgentInfo](t, "CreateAgent")(coord.CreateAgent(ctx, helper()))
+	parent := must[*orchestrator.StartRunResult](t, "StartRun parent")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
+	gw := gateway.New(coord, gateway.Config{MCP: func(c orchestrator.Coordinator) http.Handler {
+		return mcpserver.NewHandler(c, mcpserver.Config{})
+	}})
+	t.Cleanup(func() { gw.Close() })
+	env, closeRun := gw.Open(assignment(parent))
+	defer closeRun()
+
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+env[orchestrator.EnvAPIToken])
+	h.Set(mcpserver.HeaderSessionID, parent.SessionID)
+	progress := make(chan string, 8)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progress <- req.Params.Message:
+			default:
+			}
+		},
+	}).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: env[orchestrator.EnvAPIURL] + "/mcp", HTTPClient: &http.Client{Transport: headerTransport{h}},
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	// No runner takes the child: the sync call waits until it is cancelled.
+	callCtx, cancel := context.WithCancel(ctx)
+	p := &mcp.CallToolParams{Name: "start_agent_session", Arguments: map[string]any{"agent_name": "helper", "prompt": "child"}}
+	p.SetProgressToken("t")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, p)
+		done <- err
+	}()
+	var first string
+	select {
+	case first = <-progress:
+	case <-ctx.Done():
+		t.Fatal("no progress notification")
+	}
+	childID, _, _ := strings.Cut(strings.TrimPrefix(first, "session "), " ")
+	cancel()
+	<-done
+	child := must[*orchestrator.Session](t, "WaitSession")(coord.WaitSession(ctx, childID, 30*time.Second))
+	if child.Status != orchestrator.SessionStopped || child.ParentSessionID != parent.SessionID {
+		t.Fatalf("child %s after the cancelled call: %s, parent %q; want stopped, %s", childID, child.Status, child.ParentSessionID, parent.SessionID)
+	}
+	evs := must[[]*orchestrator.Event](t, "ListEvents")(coord.ListEvents(ctx, parent.SessionID, 0, 100, 0))
+	var data map[string]string
+	for _, e := range evs {
+		if e.Type == mcpserver.EventCallCancelled {
+			_ = e.DecodeData(&data)
+		}
+	}
+	if data["child_session_id"] != childID || data["tool"] != "start_agent_session" {
+		t.Errorf("the parent's events %v: want an %s naming child %s", evs, mcpserver.EventCallCancelled, childID)
 	}
 }

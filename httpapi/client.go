@@ -434,6 +434,10 @@ func (c *Client) DeleteAgent(ctx context.Context, name string) error {
 // StartRun implements [orchestrator.Coordinator]. A sync run whose Wait exceeds MaxWait waits the rest
 // with WaitSession.
 func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
+	if p.Mode == "resume" && p.Wait > 0 && (p.Type == "" || p.Type == orchestrator.RunTypeResume) {
+		// The legacy spelling of a resume that waits, as LocalCoordinator reads it.
+		p.Type, p.Mode = orchestrator.RunTypeResume, orchestrator.ModeSync
+	}
 	cl := call{method: "POST", path: "/runs", body: p, unsafe: true}
 	start := time.Now()
 	if p.Mode == orchestrator.ModeSync {

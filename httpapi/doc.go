@@ -1,7 +1,7 @@
 // Package httpapi serves an [orchestrator.Coordinator] over HTTP ([NewHandler]) and implements one over
 // HTTP ([Client]), so a runner, a tool or an MCP server works the same against an embedded coordinator or
-// a remote one. The wire contract is DESIGN §4: JSON bodies with the seeds' field names, errors as
-// {"error": code, "message": text, …details}.
+// a remote one. The wire contract: JSON bodies with snake_case field names, errors as {"error": code,
+// "message": text, …details}.
 //
 // # Routes
 //
@@ -38,6 +38,14 @@
 //	POST   /runner/runs/{id}/started|completed|failed|stopped  R  {runner_id?, result?, error?} → 204; 409 when not held
 //	POST   /runner/reports                      R      {reports:[{runner_id?, run_id, status, result?, error?}]} → {results:[{run_id, status, error?, message?}]}
 //	DELETE /runner/{id}                         R      204 (graceful deregistration)
+//
+// POST /runs starts or resumes a session. Its "type" says which: start (the default, with agent_name) or
+// resume (with session_id and a prompt). Its "mode" says how the caller learns the outcome: async_poll
+// (the default) answers at once and the caller polls (GET /sessions/{id}/result?wait=), sync waits for
+// the session to end — up to ?wait=, at most [Config.MaxWait] — and answers with its result, and
+// async_callback resumes the parent session with the result. So a resume that waits for its answer is
+// {"type": "resume", "mode": "sync", "session_id": …, "prompt": …}. The legacy {"mode": "resume"} is still
+// read as type resume: in sync mode when ?wait= is given, async_poll otherwise.
 //
 // POST /runner/reports is the batch form of the report routes (at most [MaxReportsPerRequest]): a runner
 // sends the reports that became ready while its previous one was under way together, and the coordinator

@@ -7,9 +7,11 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// startRun serves POST /runs. The body is [orchestrator.StartRunParams]. A sync run waits for the session
-// to end up to ?wait= (default and cap: Config.MaxWait) and answers with its result; other modes answer at
-// once. The caller's X-Agent-Session-Id becomes parent_session_id when a new session names none.
+// startRun serves POST /runs. The body is [orchestrator.StartRunParams]: type says start or resume, mode
+// how the caller learns the outcome. A sync run waits for the session to end up to ?wait= (default and
+// cap: Config.MaxWait) and answers with its result; other modes answer at once. The legacy "mode":
+// "resume" is a resume in sync mode when ?wait= is given, async_poll otherwise. The caller's
+// X-Agent-Session-Id becomes parent_session_id when a new session names none.
 func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 	var p orchestrator.StartRunParams
 	if err := decodeBody(r, &p, false); err != nil {
@@ -18,6 +20,14 @@ func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 	wait, err := s.queryWait(r, "wait", 0)
 	if err != nil {
 		return err
+	}
+	// The legacy spelling, made explicit here so that whatever Coordinator serves the request (a remote
+	// one through a Client too) sees the mode the caller asked for with ?wait=.
+	if p.Mode == "resume" && (p.Type == "" || p.Type == orchestrator.RunTypeResume) {
+		p.Type, p.Mode = orchestrator.RunTypeResume, ""
+		if r.URL.Query().Has("wait") {
+			p.Mode = orchestrator.ModeSync
+		}
 	}
 	resume := p.Type == orchestrator.RunTypeResume || p.Mode == "resume"
 	if p.ParentSessionID == "" && !resume {

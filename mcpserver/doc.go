@@ -1,5 +1,5 @@
-// Package mcpserver serves an [orchestrator.Coordinator] to AI agents as a Model Context Protocol server
-// (DESIGN §8), built on the official SDK, github.com/modelcontextprotocol/go-sdk. It lives in its own
+// Package mcpserver serves an [orchestrator.Coordinator] to AI agents as a Model Context Protocol server,
+// built on the official SDK, github.com/modelcontextprotocol/go-sdk. It lives in its own
 // package so that programs which do not import it do not link the SDK and its dependencies.
 //
 // [New] builds the server over any Coordinator — a LocalCoordinator in-process, or an httpapi.Client for a
@@ -18,7 +18,10 @@
 //	list_agent_sessions      {status?, agent_name?, parent_session_id?, limit?, cursor?}  {sessions, next_cursor?}
 //	stop_agent_session       {session_id}                              the session's status and basic fields
 //
-// Every successful answer is a JSON object, sent both as structured content and as its JSON text.
+// Every successful answer is a JSON object, sent both as structured content and as its JSON text, and
+// every tool declares its outputSchema: the answer matches it exactly (the server checks each answer
+// before sending it). The server advertises the tools capability without listChanged: the tool set never
+// changes, and a stateless server could not send the notification anyway.
 //
 // # Calling context
 //
@@ -37,16 +40,56 @@
 //
 // # Errors
 //
-// Bad input is never a protocol error. Parameters that do not match the agent's parameters_schema give a
-// tool error (IsError) whose first text block — and structured content — is the same JSON document as the
-// HTTP API's 400 body (seed 001 §6: error, message, agent_name, validation_errors with $.paths,
-// parameters_schema), followed by a sentence telling the model to fix the parameters and call again. Other
-// errors are tool errors with the API's {"error": code, "message": text, …details} body and a hint.
+// Bad input is never a protocol error. Every failure is a tool error (IsError) whose first text block is
+// a JSON document, {"error": code, "message": text, …details}, followed by a text block telling the model
+// what to do next. An error carries no structured content: clients validate structured content against
+// the tool's outputSchema whatever the result (the MCP TypeScript SDK's callTool does, and throws), and an
+// error document does not match it.
+//
+//   - Arguments that do not match the tool's inputSchema: "invalid_arguments", with a validation_errors
+//     entry {path, message, schema_path} for every problem at once, each phrased as what to do: "missing
+//     required argument 'agent_name': …", "unknown argument 'agent'; did you mean 'agent_name'?",
+//     "argument 'mode': 'fast' is not one of […]". (The arguments are checked by the project's validator
+//     against the advertised inputSchema, not by the SDK, which stops at the first problem.)
+//   - Parameters that do not match the agent's parameters_schema: the HTTP API's 400 body
+//     ("parameter_validation_failed", validation_errors with $.paths, parameters_schema), and a sentence
+//     telling the model to fix the parameters and call again.
+//   - A malformed calling-context header (X-Additional-Demands, X-Agent-Tags) or an unknown
+//     X-Agent-Session-Id: the hint says that it is the MCP client's configuration, which the model cannot
+//     fix by calling again, and that the user should. Only the tools that read the header fail.
+//   - Anything else: the API's error body and a hint (agent_not_found → list_agent_blueprints, …).
 //
 // # Long waits
 //
-// A sync start waits up to [Config.SyncWait] (default 10 minutes) and then answers with the session id and
-// its current status, so the model can go on with get_agent_session_result. While a call waits, a client
-// that sent a progress token gets a progress notification every [Config.ProgressInterval], which keeps
-// clients that reset their timeout on progress from giving up.
+// A sync start_agent_session or resume_agent_session waits up to [Config.SyncWait] (default 10 minutes) and
+// then answers with the session id and its current status, so the model can go on with
+// get_agent_session_result; the session keeps running. While a call waits, a client that sent a progress
+// token gets progress notifications: the first as soon as the session exists, then one every
+// [Config.ProgressInterval], which keeps clients that reset their timeout on progress from giving up. Each
+// message begins with "session <session_id> ": the first reads "session ses_… started (run run_…);
+// waiting for it to end", the next ones "session ses_… waiting for it to end (1m30s)". A client that gives
+// up can still find (and stop) the session; get_agent_session_result's waits send the same messages.
+//
+// # Cancellation
+//
+// A client that cancels a sync start_agent_session or resume_agent_session stops the run the call started:
+// the session gets an [EventCallCancelled] event (with the client's reason, if it gave one), then the run
+// is stopped and the session ends "stopped". Through a runner's gateway, which lets a run write events to
+// its own session only, the event goes to the calling session instead. Reaching SyncWait is not a
+// cancellation.
+//
+// How a cancellation travels depends on the transport and the protocol version. Over stdio (and any
+// connection-oriented transport) it is a notifications/cancelled on the same connection. Over streamable
+// HTTP under the sessionless protocol (2026-07-28 and later), it is the client closing the call's
+// request. Under earlier versions (2025-11-25, what most clients speak) it is a notifications/cancelled in
+// a request of its own, which a stateless server sees apart from the call: [NewHandler] routes it to the
+// call, telling clients apart by a random Mcp-Session-Id it hands out at initialize (it stores nothing
+// under it). Behind a load balancer, route requests by Mcp-Session-Id for a cancellation to reach the
+// replica running the call.
+//
+// A client that goes away without cancelling — a lost connection, a closed stdio, an HTTP request dropped
+// without a notifications/cancelled under an earlier protocol — does not stop anything: the MCP
+// specification says a disconnection is not a cancellation, and the work may be worth its result. The call
+// stops waiting; the session runs on and ends by itself (within its agent's timeout), and can be found by
+// its id (from the first progress notification) or with list_agent_sessions (parent_session_id).
 package mcpserver

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,26 +18,43 @@ const fixParametersHint = "The parameters do not match the agent's parameters_sc
 
 // hints are the next step suggested after an error, by code.
 var hints = map[string]string{
-	"output_validation_failed":  "The agent's output does not match the output_schema; see validation_errors.",
-	"agent_not_found":           "Call list_agent_blueprints to see the agents you can start, and use one of their names.",
-	"session_not_found":         "Check the session_id; list_agent_sessions lists the sessions.",
-	"parent_session_not_found":  "The calling session (X-Agent-Session-Id) is unknown to the coordinator; use mode sync or async_poll.",
+	"output_validation_failed": "The agent's output does not match the output_schema; see validation_errors.",
+	"agent_not_found":          "Call list_agent_blueprints to see the agents you can start, and use one of their names.",
+	"session_not_found":        "Check the session_id; list_agent_sessions lists the sessions.",
+	"parent_session_not_found": "The calling session named by the " + HeaderSessionID + " header is unknown to the coordinator. " +
+		"That header comes from this MCP client's configuration (the headers of its orchestrator MCP server), not from your arguments, " +
+		"so calling again will fail the same way: tell the user to fix the client's MCP server configuration. Tools that start no agent still work.",
 	"resume_not_supported":      "Deterministic agents cannot be resumed: start a new session with start_agent_session instead.",
 	"session_busy":              "The session is still running. Wait for it with get_agent_session_result (wait_seconds), then resume it.",
 	"callback_to_deterministic": "Use mode sync (or async_poll) to start agents from a deterministic session.",
 	"agent_disabled":            "This agent is disabled; choose another one from list_agent_blueprints.",
 	"invalid_schema":            "The output_schema is not a valid JSON Schema; fix it or leave it out.",
-	"demands_conflict":          "The run's demands contradict each other (check project_dir against X-Additional-Demands).",
+	"cancelled":                 "The run this call started was stopped. Call start_agent_session (or resume_agent_session) again to run it anew.",
+	"client_gone":               "The session keeps running: get_agent_session_result with its session_id waits for its result.",
+	"demands_conflict": "The run's demands contradict each other: project_dir must agree with the demands this MCP client's " +
+		"configuration adds (" + HeaderDemands + ") and with the agent's own. Leave project_dir out, or give the one they name.",
 }
 
+// invalidHeaderHint follows an invalid_header error: the model cannot fix it, the user can.
+const invalidHeaderHint = "This is not a problem with your arguments: the %s header comes from this MCP client's configuration " +
+	"(the headers of its orchestrator MCP server), so calling again will fail the same way. Tell the user to fix that header " +
+	"in the client's MCP server configuration. Tools that do not read it still work."
+
 // toolError renders err as a tool error (IsError): the model sees it and can act on it, where a protocol
-// error would only break the call. The first text block and the structured content hold the HTTP API's
-// JSON error body; a second text block says what to do next.
+// error would only break the call. The first text block holds the HTTP API's JSON error body; a second
+// text block says what to do next.
+//
+// An error result carries no structured content: the tools declare an output schema for their answers,
+// and clients validate any structured content against it, error or not (the TypeScript SDK's callTool
+// does, and rejects the call) — the specification asks it only of successful results.
 func (s *server) toolError(err error) *mcp.CallToolResult {
 	var body json.RawMessage
 	hint := ""
 	var ve *orchestrator.ValidationError
+	var ae *argumentsError
 	switch {
+	case errors.As(err, &ae):
+		body, hint = ae.body(), ae.hint()
 	case errors.As(err, &ve):
 		body = validationBody(ve)
 		hint = hints[ve.Code()]
@@ -46,7 +64,7 @@ func (s *server) toolError(err error) *mcp.CallToolResult {
 	case errors.Is(err, context.DeadlineExceeded):
 		body = errorBody("timeout", "the call timed out: "+err.Error(), nil)
 	case errors.Is(err, context.Canceled):
-		body = errorBody("canceled", "the call was canceled", nil)
+		body = errorBody("cancelled", "the call was cancelled", nil)
 	default:
 		code := orchestrator.ErrorCode(err)
 		var e *orchestrator.Error
@@ -61,15 +79,14 @@ func (s *server) toolError(err error) *mcp.CallToolResult {
 			body = errorBody("internal_error", "internal error: the coordinator could not complete the call; try again later", nil)
 		}
 		hint = hints[code]
+		if code == "invalid_header" && e != nil {
+			hint = fmt.Sprintf(invalidHeaderHint, e.Details["header"])
+		}
 		if hint == "" && errors.Is(err, orchestrator.ErrInvalid) {
 			hint = "Correct the arguments and call the tool again."
 		}
 	}
-	res := &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
-		StructuredContent: body,
-	}
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
 	if hint != "" {
 		res.Content = append(res.Content, &mcp.TextContent{Text: hint})
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -210,6 +211,13 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // connectHTTP opens an MCP client session to endpoint, sending header with every request.
 func connectHTTP(t *testing.T, endpoint string, header map[string]string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectHTTPVersion(t, endpoint, header, opts, "")
+}
+
+// connectHTTPVersion is connectHTTP asking for a protocol version ("" for the SDK's newest). Versions
+// before 2026-07-28 start with initialize, and cancel calls with notifications/cancelled.
+func connectHTTPVersion(t *testing.T, endpoint string, header map[string]string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	h := http.Header{}
 	for k, v := range header {
 		h.Set(k, v)
@@ -218,7 +226,8 @@ func connectHTTP(t *testing.T, endpoint string, header map[string]string, opts *
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpserver-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -232,6 +241,8 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 	return callParams(t, cs, &mcp.CallToolParams{Name: name, Arguments: args})
 }
 
+// callParams calls a tool and checks the answer against the tool's declared output schema: a successful
+// answer's structured content must match it, and an error carries none.
 func callParams(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -240,7 +251,72 @@ func callParams(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp
 	if err != nil {
 		t.Fatalf("%s: protocol error: %v", p.Name, err)
 	}
+	checkOutput(t, cs, p.Name, res)
 	return res
+}
+
+// outputSchemas caches each client session's tools' output schemas, compiled by the project's validator
+// and by the SDK's (google/jsonschema-go).
+var outputSchemas sync.Map // *mcp.ClientSession → map[string]outputSchema
+
+type outputSchema struct {
+	ours *orchestrator.Schema
+	sdk  *jsonschema.Resolved
+}
+
+func checkOutput(t *testing.T, cs *mcp.ClientSession, tool string, res *mcp.CallToolResult) {
+	t.Helper()
+	if res.IsError {
+		if res.StructuredContent != nil {
+			t.Errorf("%s: an error result carries structured content (clients validate it against the output schema)", tool)
+		}
+		return
+	}
+	m, ok := outputSchemas.Load(cs)
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("list tools: %v", err)
+		}
+		schemas := map[string]outputSchema{}
+		for _, tl := range lt.Tools {
+			if tl.OutputSchema == nil {
+				t.Fatalf("%s has no output schema", tl.Name)
+			}
+			raw, _ := json.Marshal(tl.OutputSchema)
+			ours, err := orchestrator.CompileSchema(raw)
+			if err != nil {
+				t.Fatalf("%s's output schema does not compile: %v\n%s", tl.Name, err, raw)
+			}
+			var js jsonschema.Schema
+			if err := json.Unmarshal(raw, &js); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := js.Resolve(nil)
+			if err != nil {
+				t.Fatalf("%s's output schema does not resolve: %v", tl.Name, err)
+			}
+			schemas[tl.Name] = outputSchema{ours, rs}
+		}
+		m, _ = outputSchemas.LoadOrStore(cs, schemas)
+	}
+	schema, ok := m.(map[string]outputSchema)[tool]
+	if !ok {
+		t.Fatalf("no tool %s", tool)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil || v == nil {
+		t.Fatalf("%s: structured content %s is not a JSON value", tool, b)
+	}
+	if errs := schema.ours.Validate(v); len(errs) > 0 {
+		t.Errorf("%s: the answer does not match the output schema: %+v\n%s", tool, errs, b)
+	}
+	if err := schema.sdk.Validate(v); err != nil {
+		t.Errorf("%s: the answer does not match the output schema (SDK validator): %v\n%s", tool, err, b)
+	}
 }
 
 // ok decodes a successful result's structured content into out, and checks the text content carries the
@@ -272,12 +348,14 @@ type toolErr struct {
 	AgentName        string                    `json:"agent_name"`
 	ValidationErrors []orchestrator.FieldError `json:"validation_errors"`
 	ParametersSchema json.RawMessage           `json:"parameters_schema"`
+	Tool             string                    `json:"tool"`
+	Header           string                    `json:"header"`
 	Hint             string                    `json:"-"`
 	Raw              string                    `json:"-"`
 }
 
 // failed checks res is a tool error (not a protocol error) and decodes its JSON body (the first text
-// block, the same as the structured content) and hint (the second).
+// block) and hint (the second).
 func failed(t *testing.T, res *mcp.CallToolResult) toolErr {
 	t.Helper()
 	if !res.IsError {
@@ -292,15 +370,7 @@ func failed(t *testing.T, res *mcp.CallToolResult) toolErr {
 		t.Fatalf("tool error body lacks error/message: %s", e.Raw)
 	}
 	if res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		var a, c any
-		_ = json.Unmarshal(b, &a)
-		_ = json.Unmarshal([]byte(e.Raw), &c)
-		ab, _ := json.Marshal(a)
-		cb, _ := json.Marshal(c)
-		if string(ab) != string(cb) {
-			t.Errorf("structured content %s differs from text %s", ab, cb)
-		}
+		t.Errorf("tool error carries structured content: %v", res.StructuredContent)
 	}
 	if len(res.Content) > 1 {
 		if tc, ok := res.Content[1].(*mcp.TextContent); ok {

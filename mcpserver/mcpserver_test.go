@@ -340,7 +340,7 @@ func TestStreamableHTTP(t *testing.T) {
 		// An unknown calling session is reported, not ignored.
 		ghost := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderSessionID: "ses_ghost"}, nil)
 		e := failed(t, call(t, ghost, "start_agent_session", map[string]any{"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 2}}))
-		if e.Error != "parent_session_not_found" {
+		if e.Error != "parent_session_not_found" || !strings.Contains(e.Hint, "configuration") {
 			t.Errorf("unknown calling session: %+v", e)
 		}
 	})
@@ -409,9 +409,11 @@ func TestStreamableHTTP(t *testing.T) {
 		if n := names(ai, map[string]any{"tags": []string{"math"}}); len(n) != 0 {
 			t.Errorf("X-Agent-Tags ai + tags math: %v", n)
 		}
-		bad := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderTags: "no spaces allowed?"}, nil)
-		if res := call(t, bad, "list_agent_blueprints", map[string]any{}); !res.IsError {
-			t.Errorf("malformed tag: %s", text(res))
+		bad := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderTags: "ok, no spaces allowed?"}, nil)
+		e := failed(t, call(t, bad, "list_agent_blueprints", map[string]any{}))
+		if e.Error != "invalid_header" || e.Header != mcpserver.HeaderTags || !strings.Contains(e.Message, "no spaces allowed?") ||
+			!strings.Contains(e.Hint, "configuration") || strings.Contains(e.Hint, "Correct the arguments") {
+			t.Errorf("malformed tag: %+v", e)
 		}
 	})
 
@@ -437,9 +439,12 @@ func TestStreamableHTTP(t *testing.T) {
 
 		bad := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderDemands: `{"hostnme":"x"}`}, nil)
 		e := failed(t, call(t, bad, "start_agent_session", map[string]any{"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 1}}))
-		if e.Error != "invalid_request" || !strings.Contains(e.Message, mcpserver.HeaderDemands) {
+		if e.Error != "invalid_header" || e.Header != mcpserver.HeaderDemands || !strings.Contains(e.Message, "hostnme") ||
+			!strings.Contains(e.Hint, "configuration") || strings.Contains(e.Hint, "Correct the arguments") {
 			t.Errorf("malformed demands: %+v", e)
 		}
+		// Tools that do not read the header still work.
+		ok[mcpserver.AgentListOutput](t, call(t, bad, "list_agent_blueprints", map[string]any{}))
 		conflict := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderDemands: `{"project_dir":"/a"}`}, nil)
 		e = failed(t, call(t, conflict, "start_agent_session", map[string]any{
 			"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 1}, "project_dir": "/b",
@@ -467,6 +472,10 @@ func TestSyncWaitIsBounded(t *testing.T) {
 	res := ok[mcpserver.RunOutput](t, call(t, cs, "get_agent_session_result", map[string]any{"session_id": out.SessionID, "wait_seconds": 30}))
 	if res.Status != orchestrator.SessionCompleted || string(res.Result.ResultData) != `{"sum":42}` {
 		t.Errorf("result = %+v", res)
+	}
+	// Reaching SyncWait is not a cancellation: nothing was stopped or recorded as cancelled.
+	if types, _ := sessionEvents(t, f, out.SessionID); slices.Contains(types, mcpserver.EventCallCancelled) {
+		t.Errorf("events %v after a sync wait that ran out", types)
 	}
 }
 

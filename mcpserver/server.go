@@ -60,10 +60,12 @@ type Config struct {
 	Tags      []string
 	Demands   *orchestrator.Demands
 
-	// HTTPOptions configure [NewHandler]'s streamable HTTP transport. Nil means stateless mode: every
-	// request stands alone (the tools keep no per-client state and read their context from each request's
-	// headers), so the endpoint needs no session memory and works behind a load balancer in front of
-	// several coordinator replicas.
+	// HTTPOptions configure [NewHandler]'s streamable HTTP transport. Nil means stateless mode (with
+	// PropagateRequestCancellation): every request stands alone (the tools keep no per-client state and
+	// read their context from each request's headers), so the endpoint needs no session memory and works
+	// behind a load balancer in front of several coordinator replicas. A client's notifications/cancelled
+	// reaches its call only on the replica that runs the call: route requests by their Mcp-Session-Id
+	// header (sticky sessions) for cancellation to work across replicas.
 	HTTPOptions *mcp.StreamableHTTPOptions
 
 	// Logger receives internal errors (the model is told only that something failed). Default: discard.
@@ -113,8 +115,11 @@ type server struct {
 func New(coord orchestrator.Coordinator, cfg Config) *mcp.Server {
 	cfg = cfg.withDefaults()
 	s := &server{coord: coord, cfg: cfg, log: cfg.Logger}
+	// Capabilities: tools, without listChanged. The tool set never changes, and a stateless server could not
+	// send the notification anyway (it has no connection to the client outside a request). No logging.
 	srv := mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Agent Orchestrator", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: cfg.Instructions, Capabilities: &mcp.ServerCapabilities{}, Logger: cfg.Logger})
+		&mcp.ServerOptions{Instructions: cfg.Instructions, Logger: cfg.Logger,
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	s.addTools(srv)
 	return srv
 }
@@ -125,25 +130,41 @@ func New(coord orchestrator.Coordinator, cfg Config) *mcp.Server {
 // does no authentication: wrap it with the coordinator's (client role) when tokens are configured. In the
 // default stateless mode, values a middleware puts into a request's context (an authenticator's scope)
 // reach the Coordinator calls made by the tool call that request carries.
+//
+// In stateless mode the handler also routes cancellations (notifications/cancelled) to the calls they
+// name, which the SDK alone cannot do there; see the package documentation.
 func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	srv := New(coord, cfg)
 	opts := cfg.HTTPOptions
 	if opts == nil {
-		opts = &mcp.StreamableHTTPOptions{Stateless: true, Logger: cfg.Logger}
+		opts = &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, Logger: cfg.Logger}
 	}
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+	if !opts.Stateless {
+		return h // the SDK keeps sessions, and routes cancellations within them
+	}
+	return newCancelRouter(h, opts.MaxRequestBodyBytes)
 }
 
-// caller is the calling agent's context for one tool call.
+// caller is the calling agent's context for one tool call. A malformed header is kept as an error of its
+// own, reported by the tools that read that header only.
 type caller struct {
-	sessionID string
-	tags      []string
-	demands   *orchestrator.Demands
+	sessionID  string
+	tags       []string
+	demands    *orchestrator.Demands
+	tagsErr    error
+	demandsErr error
+}
+
+// headerError reports a malformed calling-context header: the MCP client's configuration, not something
+// the model can fix with other arguments (see invalidHeaderHint).
+func headerError(header, format string, args ...any) error {
+	return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_header", "header %s: %s", header, fmt.Sprintf(format, args...)).
+		With("header", header)
 }
 
 // caller reads the calling context: the request's headers (over HTTP) on top of the configured defaults.
-// A malformed header is the caller's configuration mistake, reported as a tool error.
-func (s *server) caller(req *mcp.CallToolRequest) (caller, error) {
+func (s *server) caller(req *mcp.CallToolRequest) caller {
 	c := caller{sessionID: s.cfg.SessionID, tags: slices.Clone(s.cfg.Tags)}
 	if s.cfg.Demands != nil {
 		d := *s.cfg.Demands
@@ -154,13 +175,18 @@ func (s *server) caller(req *mcp.CallToolRequest) (caller, error) {
 		h = req.Extra.Header
 	}
 	if h == nil {
-		return c, nil
+		return c
 	}
 	if id := strings.TrimSpace(h.Get(HeaderSessionID)); id != "" {
 		c.sessionID = id
 	}
 	for _, v := range h.Values(HeaderTags) {
-		for _, t := range ParseTags(v) {
+		tags := ParseTags(v)
+		// Tags follow the demands' rules (1-64 characters, no spaces).
+		if err := (orchestrator.Demands{Tags: tags}).Validate(); err != nil {
+			c.tagsErr = headerError(HeaderTags, "%v (a comma-separated list)", err)
+		}
+		for _, t := range tags {
 			if !slices.Contains(c.tags, t) {
 				c.tags = append(c.tags, t)
 			}
@@ -169,19 +195,16 @@ func (s *server) caller(req *mcp.CallToolRequest) (caller, error) {
 	if v := strings.TrimSpace(strings.Join(h.Values(HeaderDemands), "")); v != "" {
 		d, err := ParseDemands(v)
 		if err != nil {
-			return c, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "header %s: %v", HeaderDemands, err)
-		}
-		if c.demands == nil {
+			c.demandsErr = headerError(HeaderDemands, "%v", err)
+		} else if c.demands == nil {
 			c.demands = d
+		} else if merged, err := c.demands.Merge(*d); err != nil {
+			c.demandsErr = headerError(HeaderDemands, "it contradicts the server's configured demands: %v", err)
 		} else {
-			merged, err := c.demands.Merge(*d)
-			if err != nil {
-				return c, orchestrator.Errorf(orchestrator.ErrInvalid, "demands_conflict", "header %s: %v", HeaderDemands, err)
-			}
 			c.demands = &merged
 		}
 	}
-	return c, nil
+	return c
 }
 
 // ParseTags splits a comma-separated tag list (the X-Agent-Tags header, a -tags flag), trimming spaces and

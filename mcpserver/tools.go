@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +19,8 @@ import (
 //
 // Each tool's input schema is inferred from its input struct (descriptions from the jsonschema tags), with
 // json.RawMessage fields read as free-form JSON objects and enums, defaults and bounds added by hand where
-// tags cannot say them. The SDK validates arguments against it (unknown keys included) and answers a
-// mismatch with a tool error the model can correct.
+// tags cannot say them. The arguments are checked against it before the handler runs (see schema.go), and
+// a mismatch is a tool error listing every problem.
 
 // ListAgentBlueprintsInput is the input of list_agent_blueprints.
 type ListAgentBlueprintsInput struct {
@@ -71,18 +71,22 @@ type ListAgentSessionsInput struct {
 }
 
 // --- outputs ---------------------------------------------------------------------------------------------
+//
+// Each tool's output schema is inferred from its answer type, with enums added (see outputSchemas), and
+// every answer is checked against it before it is sent: clients validate structured content against the
+// declared schema and reject an answer that does not match.
 
 // AgentOutput is one agent in list_agent_blueprints.
 type AgentOutput struct {
-	Name        string                 `json:"name"`
-	Type        orchestrator.AgentType `json:"type"`
+	Name        string                 `json:"name" jsonschema:"the name to start it by"`
+	Type        orchestrator.AgentType `json:"type" jsonschema:"agent (an AI agent, resumable) or deterministic (a program with typed parameters)"`
 	Description string                 `json:"description,omitempty"`
 	Tags        []string               `json:"tags,omitempty"`
 	// ParametersSchema is inline for deterministic agents and for AI agents that declare one; an AI agent
 	// without one takes {"prompt": "..."}.
-	ParametersSchema json.RawMessage `json:"parameters_schema,omitempty"`
-	OutputSchema     json.RawMessage `json:"output_schema,omitempty"`
-	Disabled         bool            `json:"disabled,omitempty"`
+	ParametersSchema json.RawMessage `json:"parameters_schema,omitempty" jsonschema:"the JSON Schema its parameters must match; absent for AI agents that take {\"prompt\": ...}"`
+	OutputSchema     json.RawMessage `json:"output_schema,omitempty" jsonschema:"the JSON Schema of its result_data, when it declares one"`
+	Disabled         bool            `json:"disabled,omitempty" jsonschema:"true when it cannot be started now"`
 }
 
 // AgentListOutput is the answer of list_agent_blueprints.
@@ -94,10 +98,10 @@ type AgentListOutput struct {
 // description). A schema that does not exist is null.
 type AgentSchemaOutput struct {
 	Name             string                 `json:"name"`
-	Type             orchestrator.AgentType `json:"type"`
+	Type             orchestrator.AgentType `json:"type" jsonschema:"agent (an AI agent, resumable) or deterministic (a program with typed parameters)"`
 	Description      string                 `json:"description,omitempty"`
-	ParametersSchema json.RawMessage        `json:"parameters_schema"`
-	OutputSchema     json.RawMessage        `json:"output_schema"`
+	ParametersSchema json.RawMessage        `json:"parameters_schema" jsonschema:"the JSON Schema start_agent_session's parameters must match"`
+	OutputSchema     json.RawMessage        `json:"output_schema" jsonschema:"the JSON Schema of the result_data it returns; null when it declares none"`
 }
 
 // RunOutput is the answer of start_agent_session and resume_agent_session, and (without RunID) of
@@ -105,13 +109,13 @@ type AgentSchemaOutput struct {
 type RunOutput struct {
 	SessionID string                     `json:"session_id"`
 	RunID     string                     `json:"run_id,omitempty"`
-	Status    orchestrator.SessionStatus `json:"status"`
+	Status    orchestrator.SessionStatus `json:"status" jsonschema:"the session's status; the result is final once it is completed, failed or stopped"`
 	// Result is set once the session has ended.
-	Result *orchestrator.Result `json:"result,omitempty"`
+	Result *orchestrator.Result `json:"result,omitempty" jsonschema:"the session's result, once it has ended"`
 	// Error says why the session failed or stopped.
-	Error string `json:"error,omitempty"`
+	Error string `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
 	// Note tells the model what to do next when the answer is not final.
-	Note string `json:"note,omitempty"`
+	Note string `json:"note,omitempty" jsonschema:"what to do next, when the answer is not final"`
 }
 
 // SessionOutput is a session's status and basic fields (get_agent_session_status, stop_agent_session,
@@ -121,23 +125,23 @@ type SessionOutput struct {
 	AgentName       string                     `json:"agent_name"`
 	AgentType       orchestrator.AgentType     `json:"agent_type"`
 	Status          orchestrator.SessionStatus `json:"status"`
-	ParentSessionID string                     `json:"parent_session_id,omitempty"`
-	Callback        bool                       `json:"callback,omitempty"`
+	ParentSessionID string                     `json:"parent_session_id,omitempty" jsonschema:"the session that started this one"`
+	Callback        bool                       `json:"callback,omitempty" jsonschema:"true when its parent is resumed with its result"`
 	ProjectDir      string                     `json:"project_dir,omitempty"`
-	RunID           string                     `json:"run_id,omitempty"`
+	RunID           string                     `json:"run_id,omitempty" jsonschema:"its current (latest) run"`
 	// HasResult says get_agent_session_result has a result to give.
-	HasResult bool       `json:"has_result"`
-	Error     string     `json:"error,omitempty"`
+	HasResult bool       `json:"has_result" jsonschema:"true when get_agent_session_result has a result to give"`
+	Error     string     `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
-	Note      string     `json:"note,omitempty"`
+	Note      string     `json:"note,omitempty" jsonschema:"what to do next, when there is something to do"`
 }
 
 // SessionListOutput is the answer of list_agent_sessions.
 type SessionListOutput struct {
 	Sessions   []SessionOutput `json:"sessions"`
-	NextCursor string          `json:"next_cursor,omitempty"`
+	NextCursor string          `json:"next_cursor,omitempty" jsonschema:"pass it as cursor to get the next page; absent on the last page"`
 }
 
 func sessionOutput(s *orchestrator.Session) SessionOutput {
@@ -153,18 +157,36 @@ func sessionOutput(s *orchestrator.Session) SessionOutput {
 
 var modes = []any{string(orchestrator.ModeSync), string(orchestrator.ModeAsyncPoll), string(orchestrator.ModeAsyncCallback)}
 
-// inputSchema infers T's schema and lets adjust add what tags cannot say.
-func inputSchema[T any](adjust func(props map[string]*jsonschema.Schema)) *jsonschema.Schema {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {Type: "object"},
-	}})
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: input schema of %v: %v", reflect.TypeFor[T](), err))
+var (
+	sessionStatuses = []any{string(orchestrator.SessionPending), string(orchestrator.SessionRunning),
+		string(orchestrator.SessionCompleted), string(orchestrator.SessionFailed), string(orchestrator.SessionStopped)}
+	agentTypes = []any{string(orchestrator.AgentTypeAgent), string(orchestrator.AgentTypeDeterministic)}
+)
+
+// completeOutput adds to an inferred output schema what the Go types cannot say, by property name, at any
+// depth: the enums of statuses and agent types, the format of times, and that an agent's schemas are JSON
+// Schemas (objects or booleans; null where the field is always present, as in get_agent_schema).
+func completeOutput(s *jsonschema.Schema) {
+	if s == nil {
+		return
 	}
-	if adjust != nil {
-		adjust(s.Properties)
+	for name, p := range s.Properties {
+		switch name {
+		case "status":
+			p.Enum = sessionStatuses
+		case "type", "agent_type":
+			p.Enum = agentTypes
+		case "created_at", "updated_at", "ended_at":
+			p.Format = "date-time"
+		case "parameters_schema", "output_schema":
+			p.Types = []string{"object", "boolean"}
+			if slices.Contains(s.Required, name) {
+				p.Types = append(p.Types, "null")
+			}
+		}
+		completeOutput(p)
 	}
-	return s
+	completeOutput(s.Items)
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -173,7 +195,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	wait := s.cfg.SyncWait.Round(time.Second).String()
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:  "list_agent_blueprints",
 		Title: "List agents",
 		Description: `List the agents you can start (agent blueprints), with their type and parameters_schema.
@@ -183,25 +205,23 @@ For deterministic agents, use parameters_schema to construct valid parameters fo
 For AI agents without a parameters_schema, use parameters={"prompt": "your instructions"} (or the prompt argument).
 output_schema, when present, describes the result_data the agent returns.
 tags (optional): only agents carrying all of these tags.`,
-		InputSchema: inputSchema[ListAgentBlueprintsInput](func(p map[string]*jsonschema.Schema) {
-			p["tags"].Type, p["tags"].Types = "array", nil // not ["null","array"]: an omitted list is the same
-		}),
 		Annotations: readOnly,
-	}, s.listAgentBlueprints)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["tags"].Type, p["tags"].Types = "array", nil // not ["null","array"]: an omitted list is the same
+	}, completeOutput, s.listAgentBlueprints)
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:  "get_agent_schema",
 		Title: "Get an agent's schemas",
 		Description: `Get one agent's schemas: {name, type, description, parameters_schema, output_schema}.
 
 parameters_schema is what start_agent_session's parameters must match (AI agents without a declared schema show the implicit {"prompt": string} schema); output_schema describes the result_data the agent returns (null when it declares none).`,
-		InputSchema: inputSchema[GetAgentSchemaInput](func(p map[string]*jsonschema.Schema) {
-			p["agent_name"].MinLength = jsonschema.Ptr(1)
-		}),
 		Annotations: readOnly,
-	}, s.getAgentSchema)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["agent_name"].MinLength = jsonschema.Ptr(1)
+	}, completeOutput, s.getAgentSchema)
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:  "start_agent_session",
 		Title: "Start an agent",
 		Description: `Start an agent session: invoke an agent — an AI agent or a deterministic program — by name with parameters, and get its result.
@@ -220,130 +240,126 @@ Args:
     output_schema: JSON Schema the agent's result_data must match (optional).
 
 Discover agent schemas via list_agent_blueprints (or get_agent_schema) before calling, and construct parameters matching the schema yourself.
-Parameters are validated against the schema before anything runs - invalid parameters return an error listing every problem (validation_errors with the JSON path of each wrong value) together with the full parameters_schema: use them to correct the parameters and call again.`,
-		InputSchema: inputSchema[StartAgentSessionInput](func(p map[string]*jsonschema.Schema) {
-			p["agent_name"].MinLength = jsonschema.Ptr(1)
-			p["mode"].Enum = modes
-			p["mode"].Default = json.RawMessage(`"sync"`)
-		}),
+Parameters are validated against the schema before anything runs - invalid parameters return an error listing every problem (validation_errors with the JSON path of each wrong value) together with the full parameters_schema: use them to correct the parameters and call again.
+Cancelling a sync call stops the session it started.`,
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: boolPtr(true), DestructiveHint: boolPtr(false)},
-	}, s.startAgentSession)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["agent_name"].MinLength = jsonschema.Ptr(1)
+		p["parameters"].Type = "object"
+		p["output_schema"].Type = "object"
+		p["mode"].Enum = modes
+		p["mode"].Default = json.RawMessage(`"sync"`)
+	}, completeOutput, s.startAgentSession)
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:  "resume_agent_session",
 		Title: "Resume an AI agent",
 		Description: `Continue an AI agent session that has ended (completed, failed or stopped) with a new prompt; the agent keeps its conversation so far.
 
 mode: sync (default) waits for the agent to finish (up to ` + wait + `) and returns {session_id, status, result}; async_poll returns {session_id, run_id, status} at once (follow it with get_agent_session_result).
-Deterministic agents cannot be resumed: start a new session with start_agent_session instead. A session that is still running must end first (wait with get_agent_session_result).`,
-		InputSchema: inputSchema[ResumeAgentSessionInput](func(p map[string]*jsonschema.Schema) {
-			p["session_id"].MinLength = jsonschema.Ptr(1)
-			p["prompt"].MinLength = jsonschema.Ptr(1)
-			p["mode"].Enum = modes[:2]
-			p["mode"].Default = json.RawMessage(`"sync"`)
-		}),
+Deterministic agents cannot be resumed: start a new session with start_agent_session instead. A session that is still running must end first (wait with get_agent_session_result).
+Cancelling a sync call stops the run it started.`,
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: boolPtr(true), DestructiveHint: boolPtr(false)},
-	}, s.resumeAgentSession)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["session_id"].MinLength = jsonschema.Ptr(1)
+		p["prompt"].MinLength = jsonschema.Ptr(1)
+		p["mode"].Enum = modes[:2]
+		p["mode"].Default = json.RawMessage(`"sync"`)
+	}, completeOutput, s.resumeAgentSession)
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_agent_session_status",
 		Title:       "Get a session's status",
 		Description: `Get a session's status — pending, running, completed, failed or stopped — and its basic fields (agent, parent session, current run, error, times), without waiting and without its result (use get_agent_session_result for that).`,
-		InputSchema: inputSchema[SessionInput](func(p map[string]*jsonschema.Schema) {
-			p["session_id"].MinLength = jsonschema.Ptr(1)
-		}),
 		Annotations: readOnly,
-	}, s.getAgentSessionStatus)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["session_id"].MinLength = jsonschema.Ptr(1)
+	}, completeOutput, s.getAgentSessionStatus)
 
 	maxWait := int(s.cfg.MaxResultWait / time.Second)
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:  "get_agent_session_result",
 		Title: "Get a session's result",
 		Description: fmt.Sprintf(`Get a session's result: {session_id, status, result: {result_type, result_text, result_data, exit_code, error}} once the session has ended (completed, failed or stopped).
 
 wait_seconds (optional, up to %d) first waits for the session to end; without it the current state is returned at once. If status is still pending or running, call again (with wait_seconds) later.`, maxWait),
-		InputSchema: inputSchema[GetAgentSessionResultInput](func(p map[string]*jsonschema.Schema) {
-			p["session_id"].MinLength = jsonschema.Ptr(1)
-			p["wait_seconds"].Minimum = jsonschema.Ptr(0.0)
-		}),
 		Annotations: readOnly,
-	}, s.getAgentSessionResult)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["session_id"].MinLength = jsonschema.Ptr(1)
+		p["wait_seconds"].Minimum = jsonschema.Ptr(0.0)
+	}, completeOutput, s.getAgentSessionResult)
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:  "list_agent_sessions",
 		Title: "List sessions",
 		Description: fmt.Sprintf(`List agent sessions, oldest first, in pages: {sessions: [{session_id, agent_name, agent_type, status, parent_session_id, run_id, has_result, error, created_at, updated_at, ended_at}], next_cursor}.
 
 Filters (all optional): status, agent_name, parent_session_id. limit is the page size (default %d, at most %d); pass next_cursor as cursor to get the next page.`, DefaultListLimit, MaxListLimit),
-		InputSchema: inputSchema[ListAgentSessionsInput](func(p map[string]*jsonschema.Schema) {
-			p["status"].Enum = []any{"pending", "running", "completed", "failed", "stopped"}
-			p["limit"].Minimum = jsonschema.Ptr(1.0)
-			p["limit"].Maximum = jsonschema.Ptr(float64(MaxListLimit))
-		}),
 		Annotations: readOnly,
-	}, s.listAgentSessions)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["status"].Enum = sessionStatuses
+		p["limit"].Minimum = jsonschema.Ptr(1.0)
+		p["limit"].Maximum = jsonschema.Ptr(float64(MaxListLimit))
+	}, completeOutput, s.listAgentSessions)
 
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "stop_agent_session",
 		Title:       "Stop a session",
 		Description: `Stop a session's current run: a queued run stops at once, a running one is stopped by its runner (its processes are terminated). Returns the session's status; when it is not yet "stopped", the stop is on its way (get_agent_session_result with wait_seconds waits for it). Stopping an ended session changes nothing.`,
-		InputSchema: inputSchema[SessionInput](func(p map[string]*jsonschema.Schema) {
-			p["session_id"].MinLength = jsonschema.Ptr(1)
-		}),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
-	}, s.stopAgentSession)
+	}, func(p map[string]*jsonschema.Schema) {
+		p["session_id"].MinLength = jsonschema.Ptr(1)
+	}, completeOutput, s.stopAgentSession)
 }
 
 // --- handlers --------------------------------------------------------------------------------------------
 //
-// Handlers return (nil, output, nil) on success — the SDK sends the output as structured content and as
-// its JSON text — and (toolError, nil, nil) on failure, never a Go error: every failure is something the
-// model should see.
+// A handler returns its answer, or an error the model should see (see [server.toolError]).
 
-func (s *server) listAgentBlueprints(ctx context.Context, req *mcp.CallToolRequest, in ListAgentBlueprintsInput) (*mcp.CallToolResult, any, error) {
-	c, err := s.caller(req)
-	if err != nil {
-		return s.toolError(err), nil, nil
+func (s *server) listAgentBlueprints(ctx context.Context, req *mcp.CallToolRequest, in ListAgentBlueprintsInput) (AgentListOutput, error) {
+	c := s.caller(req)
+	if c.tagsErr != nil {
+		return AgentListOutput{}, c.tagsErr
 	}
 	// The caller's tags and the argument's both filter: an agent must carry all of them.
 	tags := ParseTags(strings.Join(append(c.tags, in.Tags...), ","))
 	agents, err := s.coord.ListAgents(ctx, orchestrator.ListAgentsParams{Tags: tags})
 	if err != nil {
-		return s.toolError(err), nil, nil
+		return AgentListOutput{}, err
 	}
 	out := AgentListOutput{Agents: make([]AgentOutput, 0, len(agents))}
 	for _, a := range agents {
 		out.Agents = append(out.Agents, AgentOutput{
 			Name: a.Name, Type: a.Type, Description: a.Description, Tags: a.Tags,
-			ParametersSchema: a.ParametersSchema, OutputSchema: a.OutputSchema, Disabled: a.Disabled,
+			ParametersSchema: nullToEmpty(a.ParametersSchema), OutputSchema: nullToEmpty(a.OutputSchema), Disabled: a.Disabled,
 		})
 	}
-	return nil, out, nil
+	return out, nil
 }
 
-func (s *server) getAgentSchema(ctx context.Context, req *mcp.CallToolRequest, in GetAgentSchemaInput) (*mcp.CallToolResult, any, error) {
+func (s *server) getAgentSchema(ctx context.Context, req *mcp.CallToolRequest, in GetAgentSchemaInput) (AgentSchemaOutput, error) {
 	a, err := s.coord.GetAgent(ctx, in.AgentName)
 	if err != nil {
-		return s.toolError(err), nil, nil
+		return AgentSchemaOutput{}, err
 	}
 	out := AgentSchemaOutput{Name: a.Name, Type: a.Type, Description: a.Description}
 	out.ParametersSchema, out.OutputSchema = a.Schemas()
-	return nil, out, nil
+	return out, nil
 }
 
-func (s *server) startAgentSession(ctx context.Context, req *mcp.CallToolRequest, in StartAgentSessionInput) (*mcp.CallToolResult, any, error) {
-	c, err := s.caller(req)
-	if err != nil {
-		return s.toolError(err), nil, nil
+func (s *server) startAgentSession(ctx context.Context, req *mcp.CallToolRequest, in StartAgentSessionInput) (RunOutput, error) {
+	c := s.caller(req)
+	if c.demandsErr != nil {
+		return RunOutput{}, c.demandsErr
 	}
 	mode := orchestrator.Mode(in.Mode)
 	if mode == "" {
 		mode = orchestrator.ModeSync
 	}
 	if mode == orchestrator.ModeAsyncCallback && c.sessionID == "" {
-		return s.toolError(orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+		return RunOutput{}, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"mode async_callback resumes the calling session with the result, but this call names no calling session "+
-				"(the %s header, or the server's configured session id); use mode sync or async_poll", HeaderSessionID)), nil, nil
+				"(the %s header, or the server's configured session id); use mode sync or async_poll", HeaderSessionID)
 	}
 	p := orchestrator.StartRunParams{
 		AgentName:       in.AgentName,
@@ -356,13 +372,13 @@ func (s *server) startAgentSession(ctx context.Context, req *mcp.CallToolRequest
 		Demands:         c.demands,
 		OutputSchema:    nullToEmpty(in.OutputSchema),
 	}
-	return s.run(ctx, req, p)
+	return s.run(ctx, req, c, p)
 }
 
-func (s *server) resumeAgentSession(ctx context.Context, req *mcp.CallToolRequest, in ResumeAgentSessionInput) (*mcp.CallToolResult, any, error) {
-	c, err := s.caller(req)
-	if err != nil {
-		return s.toolError(err), nil, nil
+func (s *server) resumeAgentSession(ctx context.Context, req *mcp.CallToolRequest, in ResumeAgentSessionInput) (RunOutput, error) {
+	c := s.caller(req)
+	if c.demandsErr != nil {
+		return RunOutput{}, c.demandsErr
 	}
 	mode := orchestrator.Mode(in.Mode)
 	if mode == "" {
@@ -375,79 +391,84 @@ func (s *server) resumeAgentSession(ctx context.Context, req *mcp.CallToolReques
 		Mode:      mode,
 		Demands:   c.demands,
 	}
-	return s.run(ctx, req, p)
+	return s.run(ctx, req, c, p)
 }
 
-// run starts or resumes a session. A sync run is waited for up to SyncWait in all, even when the
-// coordinator caps its own wait lower; then the answer says how to go on.
-func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, p orchestrator.StartRunParams) (*mcp.CallToolResult, any, error) {
+// startWait is how long the coordinator's StartRun waits in sync mode before it answers: as good as not
+// at all, so that the session id is known at once (the run is still recorded as sync). The tool waits for
+// the end itself, telling the client the session id in its first progress notification.
+const startWait = time.Millisecond
+
+// startTimeout bounds the StartRun call, which runs to its end even when the client cancels meanwhile:
+// a session it creates must be known, to be stopped.
+const startTimeout = time.Minute
+
+// run starts or resumes a session. A sync run is waited for up to SyncWait, after which the answer says
+// how to go on (the session keeps running). When the client cancels a sync call, the run it started is
+// stopped; when the client goes away without cancelling, the call stops waiting and the session runs on.
+func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p orchestrator.StartRunParams) (RunOutput, error) {
 	deadline := time.Now().Add(s.cfg.SyncWait)
-	if p.Mode == orchestrator.ModeSync {
-		p.Wait = s.cfg.SyncWait
+	sync := p.Mode == orchestrator.ModeSync
+	if sync {
+		p.Wait = startWait
 	}
-	var res *orchestrator.StartRunResult
-	err := s.withProgress(ctx, req, "waiting for the agent to finish", func(ctx context.Context) error {
-		var err error
-		if res, err = s.coord.StartRun(ctx, p); err != nil {
-			return err
-		}
-		if p.Mode != orchestrator.ModeSync || res.Status.Ended() {
-			return nil
-		}
-		rest := time.Until(deadline)
-		if rest <= 0 {
-			return nil
-		}
-		sess, err := s.coord.WaitSession(ctx, res.SessionID, rest)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	res, err := s.coord.StartRun(sctx, p)
+	cancel()
+	if err != nil {
+		return RunOutput{}, err
+	}
+	out := RunOutput{SessionID: res.SessionID, RunID: res.RunID, Status: res.Status}
+	if sync && !res.Status.Ended() {
+		prog := s.progress(req, res.SessionID)
+		prog.send(ctx, fmt.Sprintf("started (run %s); waiting for it to end", res.RunID))
+		sess, err := s.wait(ctx, prog, res.SessionID, time.Until(deadline))
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return RunOutput{}, s.interrupted(ctx, req, c, res)
+			}
+			return RunOutput{}, err
 		}
-		res.Status = sess.Status
+		out.Status = sess.Status
 		if sess.Status.Ended() {
 			res.Result, res.Error = sess.Result, sess.Error
 		}
-		return nil
-	})
-	if err != nil {
-		return s.toolError(err), nil, nil
 	}
-	out := RunOutput{SessionID: res.SessionID, RunID: res.RunID, Status: res.Status}
 	switch {
-	case res.Status.Ended():
+	case out.Status.Ended():
 		out.Result, out.Error = res.Result, res.Error
-	case p.Mode == orchestrator.ModeSync:
+	case sync:
 		out.Note = fmt.Sprintf("The agent is still %s after %s. Call get_agent_session_result with this session_id "+
-			"(and wait_seconds) to wait for its result.", res.Status, s.cfg.SyncWait.Round(time.Second))
+			"(and wait_seconds) to wait for its result.", out.Status, s.cfg.SyncWait.Round(time.Second))
 	case p.Mode == orchestrator.ModeAsyncPoll:
 		out.Note = "Started. Call get_agent_session_result with this session_id (and wait_seconds) to get the result."
 	case p.Mode == orchestrator.ModeAsyncCallback:
 		out.Note = "Started. Your session will be resumed with the result when the agent ends; no need to poll."
 	}
-	return nil, out, nil
+	return out, nil
 }
 
-func (s *server) getAgentSessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, any, error) {
+func (s *server) getAgentSessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (SessionOutput, error) {
 	sess, err := s.coord.GetSession(ctx, in.SessionID)
 	if err != nil {
-		return s.toolError(err), nil, nil
+		return SessionOutput{}, err
 	}
-	return nil, sessionOutput(sess), nil
+	return sessionOutput(sess), nil
 }
 
-func (s *server) getAgentSessionResult(ctx context.Context, req *mcp.CallToolRequest, in GetAgentSessionResultInput) (*mcp.CallToolResult, any, error) {
+func (s *server) getAgentSessionResult(ctx context.Context, req *mcp.CallToolRequest, in GetAgentSessionResultInput) (RunOutput, error) {
 	wait := min(time.Duration(in.WaitSeconds)*time.Second, s.cfg.MaxResultWait)
-	var sess *orchestrator.Session
-	err := s.withProgress(ctx, req, "waiting for the session to end", func(ctx context.Context) error {
-		var err error
-		if wait > 0 {
-			sess, err = s.coord.WaitSession(ctx, in.SessionID, wait)
-		} else {
-			sess, err = s.coord.GetSession(ctx, in.SessionID)
-		}
-		return err
-	})
+	var (
+		sess *orchestrator.Session
+		err  error
+	)
+	if wait > 0 {
+		sess, err = s.wait(ctx, s.progress(req, in.SessionID), in.SessionID, wait)
+	} else {
+		sess, err = s.coord.GetSession(ctx, in.SessionID)
+	}
 	if err != nil {
-		return s.toolError(err), nil, nil
+		return RunOutput{}, err
 	}
 	out := RunOutput{SessionID: sess.ID, Status: sess.Status}
 	if sess.Status.Ended() {
@@ -455,10 +476,10 @@ func (s *server) getAgentSessionResult(ctx context.Context, req *mcp.CallToolReq
 	} else {
 		out.Note = fmt.Sprintf("The session is still %s; call again (with wait_seconds) to wait for its result.", sess.Status)
 	}
-	return nil, out, nil
+	return out, nil
 }
 
-func (s *server) listAgentSessions(ctx context.Context, req *mcp.CallToolRequest, in ListAgentSessionsInput) (*mcp.CallToolResult, any, error) {
+func (s *server) listAgentSessions(ctx context.Context, req *mcp.CallToolRequest, in ListAgentSessionsInput) (SessionListOutput, error) {
 	f := orchestrator.SessionFilter{
 		AgentName:       in.AgentName,
 		ParentSessionID: in.ParentSessionID,
@@ -474,25 +495,25 @@ func (s *server) listAgentSessions(ctx context.Context, req *mcp.CallToolRequest
 	}
 	page, err := s.coord.ListSessions(ctx, f)
 	if err != nil {
-		return s.toolError(err), nil, nil
+		return SessionListOutput{}, err
 	}
 	out := SessionListOutput{Sessions: make([]SessionOutput, 0, len(page.Sessions)), NextCursor: page.NextCursor}
 	for _, sess := range page.Sessions {
 		out.Sessions = append(out.Sessions, sessionOutput(sess))
 	}
-	return nil, out, nil
+	return out, nil
 }
 
-func (s *server) stopAgentSession(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, any, error) {
+func (s *server) stopAgentSession(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (SessionOutput, error) {
 	sess, err := s.coord.StopSession(ctx, in.SessionID)
 	if err != nil {
-		return s.toolError(err), nil, nil
+		return SessionOutput{}, err
 	}
 	out := sessionOutput(sess)
 	if !sess.Status.Ended() {
 		out.Note = "Stop requested; the runner is stopping the agent. get_agent_session_result with wait_seconds waits for the session to end."
 	}
-	return nil, out, nil
+	return out, nil
 }
 
 // nullToEmpty treats an explicit JSON null as absent.
@@ -501,35 +522,4 @@ func nullToEmpty(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
-}
-
-// withProgress runs fn. When the client sent a progress token, it also sends a progress notification
-// every ProgressInterval until fn returns, so clients that reset their timeout on progress keep waiting.
-func (s *server) withProgress(ctx context.Context, req *mcp.CallToolRequest, msg string, fn func(context.Context) error) error {
-	var token any
-	if req != nil && req.Params != nil {
-		token = req.Params.GetProgressToken()
-	}
-	if token == nil || req.Session == nil {
-		return fn(ctx)
-	}
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	tick := time.NewTicker(s.cfg.ProgressInterval)
-	defer tick.Stop()
-	start := time.Now()
-	for n := 1; ; n++ {
-		select {
-		case err := <-done:
-			return err
-		case <-tick.C:
-			elapsed := time.Since(start).Round(time.Second)
-			// A failed notification (the client went away) is not the call's failure.
-			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: token,
-				Progress:      float64(n),
-				Message:       fmt.Sprintf("%s (%s)", msg, elapsed),
-			})
-		}
-	}
 }

@@ -107,7 +107,7 @@ or the HTTP API:
   curl -s -X POST %[1]s/runs -d '{"agent_name":"web-crawler","parameters":{"url":"not-a-url","depth":"deep"}}'
 
   # deterministic agents cannot be resumed: 400
-  curl -s -X POST %[1]s/runs -d '{"agent_name":"web-crawler","mode":"resume","session_id":"%[2]s"}'
+  curl -s -X POST %[1]s/runs -d '{"type":"resume","session_id":"%[2]s","prompt":"again"}'
 
   # AI agents reach the same tools over MCP (Claude Code):
   claude mcp add --transport http orchestrator %[1]s/mcp
