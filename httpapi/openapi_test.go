@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/apidoc"
 )
 
@@ -108,5 +112,87 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 func TestOpenAPILint(t *testing.T) {
 	for _, err := range loadAPIDoc(t).Lint() {
 		t.Error(err)
+	}
+}
+
+// checkedHandler serves h and checks each of its answers against docs/openapi.yaml (see
+// apidoc.Doc.CheckResponse), failing t on an answer the description does not document. newEnv serves
+// through it, so the tests that use it check the description too.
+func checkedHandler(t testing.TB, h http.Handler) http.Handler {
+	doc := loadAPIDoc(t)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &teeWriter{ResponseWriter: w}
+		h.ServeHTTP(tw, r)
+		if tw.status == 0 {
+			if r.Context().Err() != nil {
+				return // the caller went away, and nothing was answered
+			}
+			tw.status = http.StatusOK
+		}
+		if err := doc.CheckResponse(r.Method, r.URL.EscapedPath(), tw.status, w.Header().Get("Content-Type"), tw.body.Bytes()); err != nil {
+			t.Errorf("openapi: %v", err)
+		}
+	})
+}
+
+// teeWriter keeps a copy of what is written through it.
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *teeWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *teeWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer (flushes, write deadlines).
+func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestOpenAPIDocumentsTheEdges checks answers that the end-to-end tests cannot provoke against the
+// description: a store that cannot write, tokens that are missing or unknown, MCP not served, unknown
+// routes and methods, HEAD, and a report over its size limit.
+func TestOpenAPIDocumentsTheEdges(t *testing.T) {
+	t.Parallel()
+	st := &writeFailingStore{Store: openStore(t, t.TempDir()+"/o.db"), fail: errors.New("disk full")}
+	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := checkedHandler(t, NewHandler(coord, Config{Tokens: testTokens, MaxBodyBytes: 4096, MaxReportBytes: 4096}))
+	reg := must[*orchestrator.Registration](t, "RegisterRunner")(coord.RegisterRunner(ctxT(t), registration("edge-host")))
+	big := []byte(`{"result":{"result_type":"agent","result_text":"` + strings.Repeat("x", 8192) + `"}}`)
+	for _, tc := range []struct {
+		method, target, token string
+		body                  []byte
+		want                  int
+	}{
+		{"GET", "/ready", "", nil, http.StatusServiceUnavailable},
+		{"GET", "/agents", "", nil, http.StatusUnauthorized},
+		{"GET", "/agents", "not-a-token", nil, http.StatusUnauthorized},
+		{"HEAD", "/agents", clientTok, nil, http.StatusOK},
+		{"POST", "/mcp", clientTok, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), http.StatusNotFound},
+		{"GET", "/mcp", clientTok, nil, http.StatusNotFound},
+		{"DELETE", "/mcp", clientTok, nil, http.StatusNotFound},
+		{"POST", "/health", "", nil, http.StatusMethodNotAllowed},
+		{"GET", "/nowhere", clientTok, nil, http.StatusNotFound},
+		{"POST", "/runner/runs/run_x/completed", credential(reg), big, http.StatusRequestEntityTooLarge},
+		{"POST", "/runner/reports", credential(reg), big, http.StatusRequestEntityTooLarge},
+		{"POST", "/agents", adminTok, big, http.StatusRequestEntityTooLarge},
+	} {
+		if rec := serve(h, tc.method, tc.target, tc.token, tc.body); rec.Code != tc.want {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.target, rec.Code, rec.Body, tc.want)
+		}
 	}
 }
