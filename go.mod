@@ -15,6 +15,7 @@ require (
 	github.com/uptrace/bun/dialect/pgdialect v1.3.0
 	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0
 	github.com/uptrace/bun/driver/pgdriver v1.2.18
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.49.0
 	golang.org/x/text v0.34.0
 	modernc.org/sqlite v1.60.1

@@ -16,6 +16,9 @@
 //	                   stderr lines before it ends), exit codes, invalid parameters, logs -f (also across a
 //	                   coordinator restart), stop, Ctrl-C, --json for every command, and ao run on a
 //	                   pseudo-terminal (spinner, live lines)
+//	openapi_test.go    every answer the api helper receives is checked against docs/openapi.yaml (its route,
+//	                   status and body schema); TestOpenAPIEveryRoute calls every documented route with a
+//	                   success and an error
 //	harness_test.go    processes, ports, the API helpers; procfs_test.go finds what a test left behind
 //	internal/testagent   the deterministic agent the tests run (its flags are the blueprint's parameters)
 //	internal/echorunner  an AI-agent runner (orchestrator.Runner on httpapi.Client) that records prompts

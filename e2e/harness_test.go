@@ -403,6 +403,8 @@ type api struct {
 	co    *coordinator
 	token string
 	hc    *http.Client
+	// seen, when set, records the routes and statuses of the answers (see openapi_test.go).
+	seen *answerLog
 }
 
 // do sends body (nil, a string/[]byte sent as is, or a value encoded as JSON) and returns the status, the
@@ -445,6 +447,7 @@ func (a *api) do(method, path string, body any, header ...string) (int, []byte, 
 	if err != nil {
 		a.t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
+	checkAnswer(a.t, resp, data, a.seen) // every answer must be as docs/openapi.yaml describes it
 	return resp.StatusCode, data, resp.Header
 }
 

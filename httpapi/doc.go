@@ -3,6 +3,9 @@
 // a remote one. The wire contract: JSON bodies with snake_case field names, errors as {"error": code,
 // "message": text, …details}.
 //
+// docs/openapi.yaml in the repository describes the same API in OpenAPI 3.1, for clients in other
+// languages; the tests keep it in step with [Routes] and check real answers against it.
+//
 // # Routes
 //
 // Roles: A admin, C client, T the shared runner token (registration only), R a registered runner's own

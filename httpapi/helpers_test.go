@@ -57,7 +57,7 @@ func newEnv(t testing.TB, hcfg Config, ccfg orchestrator.CoordinatorConfig) *tes
 		hcfg.Tokens = testTokens
 	}
 	h := NewHandler(coord, hcfg)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checkedHandler(t, h)) // every answer as docs/openapi.yaml describes it
 	t.Cleanup(srv.Close)
 	return &testEnv{coord: coord, handler: h, srv: srv}
 }
