@@ -21,7 +21,7 @@
 //	GET    /runs[?status=&session_id=&runner_id=&agent_name=&limit=&after=]   C   {runs, next_cursor}
 //	GET    /runs/{id}                           C R    the run
 //	POST   /runs/{id}/stop                      C      the run
-//	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&limit=&cursor=]  C R  {sessions, next_cursor}
+//	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&order=&limit=&cursor=]  C R  {sessions, next_cursor}
 //	GET    /sessions/{id}[?wait=]               C R    the session (long-polled until it ends)
 //	GET    /sessions/{id}/result[?wait=]        C R    {session_id, status, result?, error?}
 //	POST   /sessions/{id}/stop                  C R    the session
@@ -70,7 +70,8 @@
 // # Conventions
 //
 // Durations in queries are Go durations ("30s") or seconds ("30", "1.5"); waits above [Config.MaxWait]
-// are 400. Bodies are limited to [Config.MaxBodyBytes] (413 beyond), the reports that carry a run's result
+// are 400. Listings are oldest first; GET /sessions?order=newest lists the newest first, its
+// next_cursor continuing toward older sessions. Bodies are limited to [Config.MaxBodyBytes] (413 beyond), the reports that carry a run's result
 // to [Config.MaxReportBytes], which follows the coordinator's result limit; a registering runner is told
 // that limit (max_result_bytes) and cuts its results to fit. In POST /runner/reports each report is
 // accepted or refused (result_too_large, 413) on its own. Bodies are decoded leniently —
