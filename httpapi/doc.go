@@ -6,7 +6,8 @@
 // # Routes
 //
 // Roles: A admin, C client, T the shared runner token (registration only), R a registered runner's own
-// credential (see "Runners" below); admin may call every route. GET /health and GET /ready are open.
+// credential (see "Runners" below); admin may call every route. GET /health, GET /ready and the
+// dashboard's pages (GET /ui/…) are open.
 //
 //	GET    /health                              open   {"status":"ok"}: liveness (the process serves)
 //	GET    /ready                               open   {"status":"ready"}, or 503 not_ready while the store cannot write
@@ -30,6 +31,7 @@
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
 //	POST|GET|DELETE /mcp                        C      MCP over streamable HTTP (Config.MCP; 404 when unset)
+//	GET    /ui/                                 open   the dashboard: its pages and assets under /ui/ (Config.UI; 404 when unset)
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204
 //	POST   /runner/register                     T      RunnerRegistration → Registration (with runner_secret); 409 runner_identity_in_use

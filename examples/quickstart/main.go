@@ -1,5 +1,5 @@
 // Command quickstart runs the whole system in one process on the embedded SQLite default: a coordinator
-// serving the HTTP API on 127.0.0.1:8765, a runner with the example blueprints (examples/blueprints), and
+// serving the HTTP API (and the dashboard at /ui/) on 127.0.0.1:8765, a runner with the example blueprints (examples/blueprints), and
 // a sample invocation of the web-crawler agent against a small demo site. Then it keeps serving and prints
 // curl commands to try next. Run it from the repository root:
 //
@@ -25,6 +25,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+	"github.com/agentorchestrator/orchestrator/ui"
 )
 
 func main() {
@@ -78,7 +79,8 @@ func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) erro
 	}
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	api := httpapi.NewHandler(coord, httpapi.Config{Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})})
+	api := httpapi.NewHandler(coord, httpapi.Config{Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log}),
+		UI: ui.NewHandler()})
 	go func() {
 		served <- httpapi.Serve(serveCtx, ln, api, 5*time.Second, log)
 	}()

@@ -71,7 +71,8 @@ func sample(ctx context.Context, base string) (string, error) {
 
 func printTryNext(base, session string) {
 	fmt.Printf(`
-The coordinator is serving at %[1]s (Ctrl-C stops it). Try:
+The coordinator is serving at %[1]s (Ctrl-C stops it). Watch it in a browser: %[1]s/ui/
+Or try:
 
   # the agents, deterministic ones with their parameters_schema inline
   curl -s %[1]s/agents
