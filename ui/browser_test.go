@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -205,7 +206,8 @@ func (b *browser) text(sel string) string {
 func (b *browser) shot(name string) string {
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	// The page's content, however tall, rather than the viewport.
+	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("body")))
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return ""
@@ -232,10 +234,13 @@ func js(s string) string {
 
 var sessionURL = regexp.MustCompile(`/ui/sessions/(ses_[0-9a-z]+)$`)
 
-// startRun starts a run over the API, as another client would.
-func startRun(t *testing.T, w *world, token, body string) string {
+// call sends a JSON request to the API, as another client would, and returns the status and the body.
+func call(t *testing.T, w *world, method, path, token, body string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", w.URL+"/runs", strings.NewReader(body))
+	req, err := http.NewRequest(method, w.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -244,13 +249,24 @@ func startRun(t *testing.T, w *world, token, body string) string {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var out struct {
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, out
+}
+
+// startRun starts a run over the API and returns its session's id.
+func startRun(t *testing.T, w *world, token, body string) string {
+	t.Helper()
+	status, out := call(t, w, "POST", "/runs", token, body)
+	var res struct {
 		SessionID string `json:"session_id"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != 201 {
-		t.Fatalf("POST /runs %s = %d (%v)", body, res.StatusCode, err)
+	if err := json.Unmarshal(out, &res); err != nil || status != 201 {
+		t.Fatalf("POST /runs %s = %d %s", body, status, out)
 	}
-	return out.SessionID
+	return res.SessionID
 }
 
 // TestBrowser walks the dashboard of an open API as a person would: start a run from an agent's form
@@ -363,11 +379,33 @@ func TestBrowser(t *testing.T) {
 		t.Error("a stopped session still shows Stop")
 	}
 
+	// Resume: an AI agent's session, once ended, takes a prompt to go on with. (No runner here runs AI
+	// agents: the session waits, is stopped, and resumed to wait again.)
+	if status, out := call(t, w, "POST", "/agents", "", `{"name": "reviewer", "type": "agent", "description": "Reviews a change"}`); status != 201 {
+		t.Fatalf("POST /agents = %d %s", status, out)
+	}
+	b.do("open the reviewer agent", chromedp.Navigate(ui+"agents/reviewer"))
+	b.until("its prompt box", `document.querySelector('[data-field="prompt"] textarea')`)
+	b.do("start it", chromedp.SetValue(chromedp.CSS(`[data-field="prompt"] textarea`), "review the change"),
+		chromedp.Click(chromedp.CSS(`form.run-form button[type="submit"]`)))
+	b.until("its pending session", `/\/ui\/sessions\/ses_/.test(location.pathname) && document.querySelector('h1[data-status="pending"]') && document.querySelector('#stop')`)
+	reviewerID := sessionURL.FindStringSubmatch(b.location())[1]
+	b.do("stop it", chromedp.Click(chromedp.CSS(`#stop`)))
+	b.until("the Resume box", `document.querySelector('h1[data-status="stopped"]') && document.querySelector('#resume-prompt')`)
+	b.do("resume it", chromedp.SetValue(chromedp.CSS(`#resume-prompt`), "now look at the tests"),
+		chromedp.Click(chromedp.CSS(`#resume`)))
+	b.until("the resumed session", `document.querySelector('h1[data-status="pending"]') && document.querySelector('#stop') && !document.querySelector('#resume-prompt')`)
+	b.do("stop it again", chromedp.Click(chromedp.CSS(`#stop`)))
+	b.until("it stopped again", `document.querySelector('h1[data-status="stopped"]')`)
+	if n := eval[int](b, `document.querySelectorAll('#events li[data-type="run_ended"]').length`); n != 2 {
+		t.Errorf("the resumed session shows %d run_ended events, want one for each run", n)
+	}
+
 	// The sessions list: newest first, and a session started elsewhere shows up without a reload.
 	b.do("open the sessions list", chromedp.Navigate(ui+"sessions"))
 	b.until("both sessions listed", `document.querySelector('#sessions tr[data-session=`+js(crawlID)+`]') && document.querySelector('#sessions tr[data-session=`+js(sleeperID)+`]')`)
-	if first := eval[string](b, `document.querySelector('#sessions tbody tr').dataset.session`); first != sleeperID {
-		t.Errorf("first row is %s, want the newest session %s", first, sleeperID)
+	if first := eval[string](b, `document.querySelector('#sessions tbody tr').dataset.session`); first != reviewerID {
+		t.Errorf("first row is %s, want the newest session %s", first, reviewerID)
 	}
 	greetID := startRun(t, w, "", `{"agent_name": "greet", "parameters": {"name": "<b>bold</b>"}}`)
 	b.until("a session started elsewhere", `document.querySelector('#sessions tbody tr[data-session=`+js(greetID)+`]')`)
@@ -375,7 +413,11 @@ func TestBrowser(t *testing.T) {
 	b.shot("sessions")
 	b.do("filter by status", chromedp.SetValue(chromedp.CSS(`#filter-status`), "stopped"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#filter-status').dispatchEvent(new Event('change'))`))
-	b.until("only the stopped session", `location.search === "?status=stopped" && document.querySelectorAll('#sessions tbody tr').length === 1 && document.querySelector('#sessions tr[data-session=`+js(sleeperID)+`]')`)
+	b.until("only the stopped sessions", `location.search === "?status=stopped" && document.querySelectorAll('#sessions tbody tr').length === 2 && document.querySelector('#sessions tr[data-session=`+js(sleeperID)+`]') && document.querySelector('#sessions tr[data-session=`+js(reviewerID)+`]')`)
+
+	// A pasted link keeps its filters.
+	b.do("load a filtered list", chromedp.Navigate(ui+"sessions?agent=crawl"))
+	b.until("only the crawl session", `document.querySelectorAll('#sessions tbody tr').length === 1 && document.querySelector('#sessions tr[data-session=`+js(crawlID)+`]') && document.querySelector('#filter-agent').value === "crawl"`)
 
 	// The runner, with its slots, agents and what demands match on.
 	b.do("open the runners page", chromedp.Navigate(ui+"runners"))
@@ -425,6 +467,7 @@ func TestBrowser(t *testing.T) {
 // one given — a client token sees no runners and no admin action; an admin token sees both.
 func TestBrowserTokens(t *testing.T) {
 	w := newWorld(t, map[string]httpapi.Role{adminToken: httpapi.RoleAdmin, clientToken: httpapi.RoleClient})
+	seedSessions(t, w.Store, 75)
 	b := newBrowser(t)
 	ui := w.URL + "/ui/"
 
@@ -463,6 +506,20 @@ func TestBrowserTokens(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll('[data-admin]').length`); n != 0 {
 		t.Errorf("a client token sees %d admin actions on a session page", n)
 	}
+
+	// Pages of sessions, newest first: 75 older ones and the greet session.
+	b.do("open the sessions list", chromedp.Navigate(ui+"sessions"))
+	b.until("the first page", `document.querySelectorAll('#sessions tbody tr').length === 50 && document.querySelector('#older')`)
+	if first := eval[string](b, `document.querySelector('#sessions tbody tr').dataset.session`); !strings.HasPrefix(first, "ses_01") {
+		t.Errorf("first row is %s, want the greet session, the newest", first)
+	}
+	b.do("page on", chromedp.Click(chromedp.CSS(`#older`)))
+	b.until("the second page", `location.search.startsWith("?cursor=") && document.querySelectorAll('#sessions tbody tr').length === 26 && !document.querySelector('#older')`)
+	if last := eval[string](b, `[...document.querySelectorAll('#sessions tbody tr')].pop().dataset.session`); last != "ses_bench000000" {
+		t.Errorf("the last row is %s, want the oldest session", last)
+	}
+	b.do("go back", chromedp.NavigateBack())
+	b.until("the first page again", `location.search === "" && document.querySelectorAll('#sessions tbody tr').length === 50`)
 
 	// Signing out asks again; the admin token sees the runners, with their admin actions.
 	b.do("sign out", chromedp.Click(chromedp.CSS(`#auth button`)))

@@ -175,7 +175,7 @@ func TestAssetsAreSafe(t *testing.T) {
 		t.Errorf("index.html has inline script, style or event handlers")
 	}
 	banned := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|\.style\.|setAttribute\('style'`)
-	imports := regexp.MustCompile(`(?m)^import .* from '\./([^']+)';|^\} from '\./([^']+)';`)
+	imports := regexp.MustCompile(`(?m)^import .* from '\./([^']+)';|^\} from '\./([^']+)';|import\('\./([^']+)'\)`)
 	js, _ := fs.Glob(files, "*.js")
 	if len(js) < 5 {
 		t.Fatalf("found %d modules", len(js))
@@ -189,7 +189,7 @@ func TestAssetsAreSafe(t *testing.T) {
 			t.Errorf("%s uses %q: render data with text nodes instead", name, src[loc[0]:loc[1]])
 		}
 		for _, m := range imports.FindAllSubmatch(src, -1) {
-			dep := string(m[1]) + string(m[2])
+			dep := string(m[1]) + string(m[2]) + string(m[3])
 			if !exists(path.Clean(dep)) {
 				t.Errorf("%s imports ./%s, which does not exist", name, dep)
 			}

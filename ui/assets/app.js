@@ -2,18 +2,20 @@
 
 import { api, APIError, getToken, setToken, uiRoot, unauthorizedEvent } from './api.js';
 import { h, set, message, errorText } from './dom.js';
-import { agentsPage, agentPage } from './agents.js';
-import { sessionsPage } from './sessions.js';
-import { sessionPage } from './session.js';
-import { runnersPage } from './runners.js';
+// Each page's module is loaded when its address is first shown: a first visit fetches only what its
+// page needs.
+const agents = () => import('./agents.js');
+const sessions = () => import('./sessions.js');
+const session = () => import('./session.js');
+const runners = () => import('./runners.js');
 
 const routes = [
-  [/^$/, sessionsPage, 'sessions'],
-  [/^sessions$/, sessionsPage, 'sessions'],
-  [/^sessions\/([^/]+)$/, sessionPage, 'sessions'],
-  [/^agents$/, agentsPage, 'agents'],
-  [/^agents\/([^/]+)$/, agentPage, 'agents'],
-  [/^runners$/, runnersPage, 'runners'],
+  [/^$/, () => sessions().then((m) => m.sessionsPage), 'sessions'],
+  [/^sessions$/, () => sessions().then((m) => m.sessionsPage), 'sessions'],
+  [/^sessions\/([^/]+)$/, () => session().then((m) => m.sessionPage), 'sessions'],
+  [/^agents$/, () => agents().then((m) => m.agentsPage), 'agents'],
+  [/^agents\/([^/]+)$/, () => agents().then((m) => m.agentPage), 'agents'],
+  [/^runners$/, () => runners().then((m) => m.runnersPage), 'runners'],
 ];
 
 const main = document.getElementById('main');
@@ -81,27 +83,32 @@ async function render() {
   prompting = false;
   const signal = ctl.signal;
   set(main, h('p', { class: 'muted' }, 'Loading…'));
-  // The role is asked for beside the page's own calls, not before them: one round trip less. It only
-  // labels the header; a page learns what it may do from its own calls' answers.
-  if (!who.known) probeRole(signal).catch(() => {});
+  // The role only labels the header (a page learns what it may do from its own calls' answers), so it
+  // is asked for once the page is on screen, off the page's critical path.
+  const probe = () => { if (!who.known && !signal.aborted) probeRole(signal).catch(() => {}); };
   try {
     showAuth();
     const rel = relPath();
-    for (const [re, page, section] of routes) {
+    for (const [re, load, section] of routes) {
       const m = rel.match(re);
       if (!m) continue;
       markNav(section);
+      const page = await load();
+      if (signal.aborted) return;
       const params = m.slice(1).map(decodeURIComponent);
       await page({ main, params, query: new URLSearchParams(location.search), signal, navigate });
+      probe();
       return;
     }
     markNav('');
     document.title = 'Not found · Agent Orchestrator';
     set(main, h('h1', null, 'Not found'), message('error', 'The dashboard has no page at this address. ', h('a', { href: 'sessions' }, 'Sessions')));
+    probe();
   } catch (err) {
     if (signal.aborted) return;
     if (err instanceof APIError && err.status === 401) return; // the token prompt is showing
     set(main, h('h1', null, 'Something went wrong'), message('error', errorText(err)));
+    probe();
   }
 }
 

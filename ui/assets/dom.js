@@ -65,18 +65,28 @@ export function pretty(v) {
   return JSON.stringify(v, null, 2);
 }
 
+// One formatter for every date shown: Date.toLocaleString builds a new one on each call, which costs
+// more than the rest of a table's rows together.
+const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+const clockFmt = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+
+export function clock(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : clockFmt.format(d);
+}
+
 export function time(iso) {
   if (!iso) return h('span', { class: 'muted' }, '—');
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  return h('time', { datetime: iso, title: d.toISOString() }, d.toLocaleString());
+  return h('time', { datetime: iso, title: d.toISOString() }, dateFmt.format(d));
 }
 
 export function ago(iso, now = Date.now()) {
   if (!iso) return h('span', { class: 'muted' }, 'never');
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  return h('time', { datetime: iso, title: d.toLocaleString() }, span(now - d.getTime()) + ' ago');
+  return h('time', { datetime: iso, title: dateFmt.format(d) }, span(now - d.getTime()) + ' ago');
 }
 
 // span renders a duration in milliseconds for people: "850 ms", "4.2 s", "3 min 5 s", "2 h 4 min".

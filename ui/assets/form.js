@@ -164,20 +164,24 @@ export function schemaForm(schema) {
   // those that name no field are listed above them.
   function showErrors(errors) {
     clearErrors();
-    let first = null;
     for (const e of errors) {
       const name = fieldName(e);
       const f = (name !== null && fields.get(name)) || fields.get('$');
       if (f) {
         const deeper = e.path && e.path !== '$' && e.path !== ownPath(f);
         fieldError(f, deeper ? `${e.path}: ${e.message}` : e.message);
-        first = first || f;
       } else {
         general.append(h('li', null, e.path ? `${e.path}: ${e.message}` : e.message));
         general.hidden = false;
       }
     }
-    if (first) first.input.focus();
+    // The first field on the form that is wrong, whatever order the errors came in.
+    for (const f of fields.values()) {
+      if (f.wrap.classList.contains('invalid')) {
+        f.input.focus();
+        break;
+      }
+    }
   }
 
   function showGeneral(text) {

@@ -12,8 +12,11 @@ export async function runnersPage({ main, signal }) {
   const note = h('div', { 'aria-live': 'polite' });
   set(main, h('h1', null, 'Runners'), note, body);
   let stopped = false; // no more refreshes: the API refused the list
+  let armed = 0; // Remove buttons waiting for their confirming click: no refresh replaces them meanwhile
+  let shown = '';
+  let shownAt = 0;
   const refresh = async () => {
-    if (stopped) return;
+    if (stopped || armed > 0) return;
     let runners;
     let agents;
     let busy;
@@ -36,6 +39,10 @@ export async function runnersPage({ main, signal }) {
       return;
     }
     set(note);
+    const key = JSON.stringify([runners, agents, busy]);
+    if (key === shown && Date.now() - shownAt < 15000) return;
+    shown = key;
+    shownAt = Date.now();
     const held = new Map();
     for (const r of busy) if (r.runner_id) held.set(r.runner_id, (held.get(r.runner_id) || 0) + 1);
     const owned = new Map();
@@ -56,17 +63,26 @@ export async function runnersPage({ main, signal }) {
   function runnerCard(r, running, names, now) {
     const max = r.max_concurrent || 0;
     const removeBtn = h('button', { type: 'button', class: 'danger small', 'data-admin': '' }, 'Remove');
-    let armed = false;
+    let sure = false;
     removeBtn.addEventListener('click', async () => {
-      if (!armed) {
-        armed = true;
+      if (!sure) {
+        sure = true;
+        armed++;
         removeBtn.textContent = 'Remove: sure?';
-        setTimeout(() => { armed = false; removeBtn.textContent = 'Remove'; }, 4000);
+        setTimeout(() => {
+          if (!sure) return;
+          sure = false;
+          armed--;
+          removeBtn.textContent = 'Remove';
+        }, 4000);
         return;
       }
+      sure = false;
+      armed--;
       removeBtn.disabled = true;
       try {
         await api('runners/' + seg(r.runner_id), { method: 'DELETE', signal });
+        shown = '';
         await refresh();
       } catch (err) {
         if (!signal.aborted) set(note, message('error', 'Remove failed: ' + errorText(err)));

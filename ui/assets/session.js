@@ -3,7 +3,7 @@
 // and the children, and Stop and Resume.
 
 import { api, APIError, followEvents, longPoll } from './api.js';
-import { h, set, seg, badge, sessionLink, agentLink, time, sessionDuration, message, errorText, pretty, dl } from './dom.js';
+import { h, set, seg, badge, sessionLink, agentLink, time, clock, sessionDuration, message, errorText, pretty, dl } from './dom.js';
 import { sessionsTable } from './sessions.js';
 
 // At most this many events and log lines stay on the page; older ones are dropped from it (not from the
@@ -99,11 +99,18 @@ export async function sessionPage({ main, params: [id], signal }) {
       r.result_data !== undefined && r.result_text ? h('details', null, h('summary', null, 'result_text'), h('pre', { class: 'text' }, r.result_text)) : null);
   }
 
+  // renderActions shows Stop or Resume; it rebuilds them only when that changes, so a refresh keeps a
+  // prompt being typed (and the button being clicked).
+  let actionsFor = '';
   function renderActions() {
+    const mode = !ended(sess.status) ? 'stop' : sess.agent_type === 'agent' ? 'resume' : 'none';
+    if (mode === actionsFor) return;
+    if (actionsFor) set(actionNote); // "Stop requested." has been answered
+    actionsFor = mode;
     const parts = [];
-    if (!ended(sess.status)) {
+    if (mode === 'stop') {
       parts.push(h('button', { type: 'button', id: 'stop', class: 'danger', onclick: stop }, 'Stop'));
-    } else if (sess.agent_type === 'agent') {
+    } else if (mode === 'resume') {
       const prompt = h('textarea', { id: 'resume-prompt', rows: 3, placeholder: 'What should the agent do next?', 'aria-label': 'Prompt' });
       const form = h('form', { class: 'resume', novalidate: true }, prompt,
         h('button', { type: 'submit', id: 'resume', class: 'primary' }, 'Resume'));
@@ -208,7 +215,7 @@ export async function sessionPage({ main, params: [id], signal }) {
     const row = h('li', { 'data-type': ev.event_type, 'data-seq': ev.seq },
       h('span', { class: 'seq' }, '#' + ev.seq),
       h('span', { class: 'etype' }, ev.event_type),
-      h('time', { datetime: ev.timestamp, title: ev.timestamp }, new Date(ev.timestamp).toLocaleTimeString()),
+      h('time', { datetime: ev.timestamp, title: ev.timestamp }, clock(ev.timestamp)),
       h('span', { class: 'summary' }, summary(ev)));
     const full = h('pre', { class: 'json', hidden: true });
     row.addEventListener('click', () => {

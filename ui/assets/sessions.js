@@ -58,12 +58,16 @@ export async function sessionsPage({ main, query, signal, navigate }) {
   const pager = h('div', { class: 'pager' });
   set(main, h('h1', null, 'Sessions'), filters, body, pager);
 
-  // The agent names for the filter's suggestions; a failure here leaves the filter as free text.
-  api('agents', { signal }).then(({ agents }) => {
-    set(agentList, agents.map((a) => a.name).sort().map((n) => h('option', { value: n })));
-  }, () => {});
+  // The agent names for the filter's suggestions, fetched when the filter is first used (off the page's
+  // first load); a failure leaves the filter as free text.
+  agentInput.addEventListener('focus', () => {
+    api('agents', { signal }).then(({ agents }) => {
+      set(agentList, agents.map((a) => a.name).sort().map((n) => h('option', { value: n })));
+    }, () => {});
+  }, { once: true });
 
-  let shown = false;
+  let shown = ''; // the page on screen, as JSON
+  let shownAt = 0;
   const refresh = async () => {
     let page;
     try {
@@ -79,7 +83,12 @@ export async function sessionsPage({ main, query, signal, navigate }) {
     }
     if (signal.aborted) return;
     set(live, 'live');
-    shown = true;
+    // Rebuilt only when something changed (or the relative times have aged), so that a click on a row
+    // or a button does not land on a node just replaced.
+    const key = JSON.stringify(page);
+    if (key === shown && Date.now() - shownAt < 15000) return;
+    shown = key;
+    shownAt = Date.now();
     if (!page.sessions.length) {
       set(body, message('info', cursor ? 'No older sessions.' : (status || agent || parent) ? 'No sessions match these filters.' : 'No sessions yet: start one from an agent\'s page.'));
     } else {
