@@ -77,20 +77,6 @@ export async function api(path, { method = 'GET', query, body, signal } = {}) {
   return text ? JSON.parse(text) : null;
 }
 
-// longPoll calls a route that may wait, retrying what a long poll may meet: the server's limit of open
-// long polls (429), a dropped connection. Other errors are thrown.
-export async function longPoll(path, opts) {
-  for (let delay = 500; ; delay = Math.min(delay * 2, 10000)) {
-    try {
-      return await api(path, opts);
-    } catch (err) {
-      if (opts.signal && opts.signal.aborted) throw err;
-      if (err instanceof APIError && err.status !== 429 && err.status < 500) throw err;
-      await sleep(delay, opts.signal);
-    }
-  }
-}
-
 // followEvents reads a session's events as Server-Sent Events, through fetch so that it can send the
 // bearer token (EventSource cannot). It calls onEvent with each event in order, from after the sequence
 // number after, and onState with "live", "reconnecting", "closed" or "failed" (with the error). A dropped

@@ -63,8 +63,10 @@ function showAuth() {
     set(authBox, who.known ? h('span', { class: 'muted', title: 'The API has no tokens configured' }, 'open API') : '');
     return;
   }
+  const role = !who.known ? 'unknown' : who.admin ? 'admin' : 'client';
+  const label = { unknown: 'signed in', admin: 'admin token', client: 'token without admin role' }[role];
   set(authBox,
-    h('span', { class: 'role', 'data-role': who.admin ? 'admin' : 'client' }, who.admin ? 'admin token' : 'token without admin role'),
+    h('span', { class: 'role', 'data-role': role }, label),
     ' ',
     h('button', { type: 'button', class: 'link', onclick: () => { setToken(''); who.known = false; render(); } }, 'Sign out'));
 }

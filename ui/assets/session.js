@@ -2,15 +2,15 @@
 // Events, resumed from the last one after a dropped connection), stderr as a log, the result, the parent
 // and the children, and Stop and Resume.
 
-import { api, APIError, followEvents, longPoll } from './api.js';
-import { h, set, seg, badge, sessionLink, agentLink, time, clock, sessionDuration, message, errorText, pretty, dl } from './dom.js';
+import { api, APIError, followEvents } from './api.js';
+import { h, set, seg, badge, sessionLink, agentLink, time, clock, sessionDuration, message, errorText, pretty, dl, every } from './dom.js';
 import { sessionsTable } from './sessions.js';
 
 // At most this many events and log lines stay on the page; older ones are dropped from it (not from the
 // store) so a chatty session cannot make the tab slow.
 const maxEvents = 2000;
 const maxLogLines = 5000;
-const sessionWait = 25; // seconds: a long poll, well within common proxy timeouts
+const fallbackMs = 10000; // how often the session is read while its event stream is down
 
 const ended = (st) => st === 'completed' || st === 'failed' || st === 'stopped';
 
@@ -162,12 +162,12 @@ export async function sessionPage({ main, params: [id], signal }) {
       page.next_cursor ? h('p', null, h('a', { href: 'sessions?parent=' + seg(id) }, 'All children')) : null);
   }
 
-  // refresh reads the session again, and keeps a long poll on it while it runs (ensureWatching).
+  // refresh reads the session again (its events said it changed), and follows its events again if a
+  // resume has made it run after its stream closed.
   async function refresh() {
     try {
       sess = await api('sessions/' + seg(id), { signal });
       renderSession();
-      ensureWatching();
       if (!ended(sess.status)) follow();
       await renderChildren();
     } catch (err) {
@@ -180,24 +180,6 @@ export async function sessionPage({ main, params: [id], signal }) {
     if (refreshTimer === null) refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 150);
   }
   signal.addEventListener('abort', () => clearTimeout(refreshTimer));
-
-  let watching = false;
-  async function ensureWatching() {
-    if (watching || ended(sess.status)) return;
-    watching = true;
-    try {
-      while (!signal.aborted && !ended(sess.status)) {
-        sess = await longPoll('sessions/' + seg(id), { query: { wait: sessionWait }, signal });
-        if (signal.aborted) return;
-        renderSession();
-      }
-      await renderChildren();
-    } catch (err) {
-      if (!signal.aborted) set(actionNote, message('error', errorText(err)));
-    } finally {
-      watching = false;
-    }
-  }
 
   function addEvent(ev) {
     if (ev.event_type === 'run_started' && !firstRunStarted) firstRunStarted = ev.timestamp;
@@ -235,6 +217,7 @@ export async function sessionPage({ main, params: [id], signal }) {
   // a resume (seen by refresh) follows again.
   const states = { live: 'live', reconnecting: 'reconnecting…', closed: '', failed: 'not following' };
   let following = false;
+  let streamLive = false;
   let lastSeq = 0;
   async function follow() {
     if (following) return;
@@ -249,6 +232,7 @@ export async function sessionPage({ main, params: [id], signal }) {
           if (lifecycle.has(ev.event_type)) refreshSoon();
         },
         onState(state, err) {
+          streamLive = state === 'live';
           streamState.textContent = states[state] || '';
           streamState.setAttribute('data-state', state);
           if (err) set(actionNote, message('error', 'Events: ' + errorText(err)));
@@ -262,8 +246,14 @@ export async function sessionPage({ main, params: [id], signal }) {
 
   renderSession();
   renderChildren().catch((err) => { if (!signal.aborted) set(children, h('h2', null, 'Children'), message('error', errorText(err))); });
-  ensureWatching();
   follow();
+  // Every change of the session comes with an event (run_started, run_ended, result, …), after which it is
+  // read again: the page holds one connection, the stream. While the stream is down — reconnecting, or
+  // closed by the server after an ended session's last event — a read every few seconds stands in for
+  // it, so that a resume from elsewhere is still seen.
+  every(fallbackMs, signal, async () => {
+    if (!streamLive) await refresh();
+  });
 }
 
 // summary is one line saying what an event holds.
