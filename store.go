@@ -229,6 +229,10 @@ type SessionFilter struct {
 	Limit int
 	// EndedBefore selects ended sessions whose EndedAt is older than it (retention).
 	EndedBefore time.Time
+	// NewestFirst lists the newest sessions first (created_at, then id, descending) instead of the oldest;
+	// AfterID then continues toward older ones. A dashboard shows what just started without paging through
+	// the whole history.
+	NewestFirst bool
 }
 
 // RunFilter selects runs, oldest first.

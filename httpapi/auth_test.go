@@ -114,6 +114,7 @@ func TestRolePolicy(t *testing.T) {
 		"POST /mcp":                        "client",
 		"GET /mcp":                         "client",
 		"DELETE /mcp":                      "client",
+		"GET /ui/":                         "public",
 		"GET /runners":                     "",
 		"DELETE /runners/{id}":             "",
 		"POST /runner/register":            "runner",

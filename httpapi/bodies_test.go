@@ -111,6 +111,7 @@ func TestBadQueries(t *testing.T) {
 		{"/sessions?limit=1.5", "limit", nil},
 		{"/sessions?status=pending,bogus", "status", nil},
 		{"/sessions?ended_before=x", "ended_before", nil},
+		{"/sessions?order=desc", "order", nil},
 		{"/sessions/" + sid + "?wait=-1", "wait", nil},
 		{"/sessions/" + sid + "/result?wait=-1s", "wait", nil},
 		{"/sessions/" + sid + "/result?wait=abc", "wait", nil},

@@ -543,6 +543,9 @@ func (c *Client) ListSessions(ctx context.Context, f orchestrator.SessionFilter)
 	if !f.EndedBefore.IsZero() {
 		q.Set("ended_before", f.EndedBefore.UTC().Format(time.RFC3339Nano))
 	}
+	if f.NewestFirst {
+		q.Set("order", "newest")
+	}
 	var out orchestrator.SessionPage
 	if _, err := c.do(ctx, call{method: "GET", path: "/sessions", query: q}, &out); err != nil {
 		return nil, err

@@ -9,7 +9,8 @@
 // # Routes
 //
 // Roles: A admin, C client, T the shared runner token (registration only), R a registered runner's own
-// credential (see "Runners" below); admin may call every route. GET /health and GET /ready are open.
+// credential (see "Runners" below); admin may call every route. GET /health, GET /ready and the
+// dashboard's pages (GET /ui/…) are open.
 //
 //	GET    /health                              open   {"status":"ok"}: liveness (the process serves)
 //	GET    /ready                               open   {"status":"ready"}, or 503 not_ready while the store cannot write
@@ -24,7 +25,7 @@
 //	GET    /runs[?status=&session_id=&runner_id=&agent_name=&limit=&after=]   C   {runs, next_cursor}
 //	GET    /runs/{id}                           C R    the run
 //	POST   /runs/{id}/stop                      C      the run
-//	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&limit=&cursor=]  C R  {sessions, next_cursor}
+//	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&order=&limit=&cursor=]  C R  {sessions, next_cursor}
 //	GET    /sessions/{id}[?wait=]               C R    the session (long-polled until it ends)
 //	GET    /sessions/{id}/result[?wait=]        C R    {session_id, status, result?, error?}
 //	POST   /sessions/{id}/stop                  C R    the session
@@ -33,6 +34,7 @@
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
 //	POST|GET|DELETE /mcp                        C      MCP over streamable HTTP (Config.MCP; 404 when unset)
+//	GET    /ui/                                 open   the dashboard: its pages and assets under /ui/ (Config.UI; 404 when unset)
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204
 //	POST   /runner/register                     T      RunnerRegistration → Registration (with runner_secret); 409 runner_identity_in_use
@@ -81,7 +83,8 @@
 // # Conventions
 //
 // Durations in queries are Go durations ("30s") or seconds ("30", "1.5"); waits above [Config.MaxWait]
-// are 400. Bodies are limited to [Config.MaxBodyBytes] (413 beyond), the reports that carry a run's result
+// are 400. Listings are oldest first; GET /sessions?order=newest lists the newest first, its
+// next_cursor continuing toward older sessions. Bodies are limited to [Config.MaxBodyBytes] (413 beyond), the reports that carry a run's result
 // to [Config.MaxReportBytes], which follows the coordinator's result limit; a registering runner is told
 // that limit (max_result_bytes) and cuts its results to fit. In POST /runner/reports each report is
 // accepted or refused (result_too_large, 413) on its own. Bodies are decoded leniently —

@@ -54,7 +54,7 @@ var probes = map[string]probeRoute{
 	"GET /runs":                        {query: []string{"status", "session_id", "runner_id", "demand_runner_id", "agent_name", "limit", "after", "created_before"}},
 	"GET /runs/{id}":                   {},
 	"POST /runs/{id}/stop":             {},
-	"GET /sessions":                    {query: []string{"status", "agent_name", "parent_session_id", "limit", "cursor", "ended_before"}},
+	"GET /sessions":                    {query: []string{"status", "agent_name", "parent_session_id", "limit", "cursor", "order", "ended_before"}},
 	"GET /sessions/{id}":               {query: []string{"wait"}},
 	"GET /sessions/{id}/result":        {query: []string{"wait"}},
 	"POST /sessions/{id}/stop":         {},
@@ -66,6 +66,7 @@ var probes = map[string]probeRoute{
 		`"params":{"name":"start_agent_session","arguments":{"agent_name":"helper","prompt":"p"}}}`},
 	"GET /mcp":             {},
 	"DELETE /mcp":          {},
+	"GET /ui/":             {},
 	"GET /runners":         {},
 	"DELETE /runners/{id}": {},
 	"POST /runner/register": {body: `{"hostname":"h","project_dir":"/p","executor_type":"deterministic","tags":["t"],` +

@@ -54,6 +54,10 @@ type Config struct {
 	// same authentication as the API: roles client and runner. Unset, /mcp is 404. It is a handler rather
 	// than a dependency so that this package does not pull in the MCP SDK.
 	MCP http.Handler
+	// UI, when set, serves the dashboard under /ui/ (ui.NewHandler). Its pages are public — they hold no
+	// data, and call this API with the token the person enters, with that token's rights. Unset, /ui/ is
+	// 404. A handler for the same reason as MCP: programs that do not show it do not embed its files.
+	UI http.Handler
 	// Logger receives server errors (5xx) and panics. Default: discard.
 	Logger *slog.Logger
 }
@@ -268,6 +272,15 @@ func (s *server) mcp(w http.ResponseWriter, r *http.Request) error {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	s.cfg.MCP.ServeHTTP(w, r)
+	return nil
+}
+
+// ui hands /ui/ to the configured dashboard.
+func (s *server) ui(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.UI == nil {
+		return orchestrator.Errorf(orchestrator.ErrNotFound, "ui_not_enabled", "this coordinator does not serve the dashboard")
+	}
+	s.cfg.UI.ServeHTTP(w, r)
 	return nil
 }
 

@@ -81,6 +81,9 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/mcp", Roles: clients, LongPoll: true}, (*server).mcp},
 	{Route{Method: "DELETE", Pattern: "/mcp", Roles: clients}, (*server).mcp},
 
+	// The dashboard (Config.UI): its pages are public; their API calls carry the person's token.
+	{Route{Method: "GET", Pattern: "/ui/", Public: true}, (*server).ui},
+
 	{Route{Method: "GET", Pattern: "/runners", Roles: adminOnly}, (*server).listRunners},
 	{Route{Method: "DELETE", Pattern: "/runners/{id}", Roles: adminOnly}, (*server).deleteRunner},
 

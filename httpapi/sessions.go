@@ -36,7 +36,16 @@ func sessionFilter(r *http.Request) (orchestrator.SessionFilter, error) {
 	if err != nil {
 		return orchestrator.SessionFilter{}, err
 	}
+	var newest bool
+	switch o := q.Get("order"); o {
+	case "", "oldest":
+	case "newest":
+		newest = true
+	default:
+		return orchestrator.SessionFilter{}, badQuery("order must be oldest or newest, not %q", o)
+	}
 	return orchestrator.SessionFilter{
+		NewestFirst:     newest,
 		Statuses:        statuses,
 		AgentName:       q.Get("agent_name"),
 		ParentSessionID: q.Get("parent_session_id"),

@@ -1,5 +1,5 @@
-// Command coordinator serves the orchestrator's HTTP API, and MCP at /mcp, over an embedded SQLite file
-// (or PostgreSQL).
+// Command coordinator serves the orchestrator's HTTP API, MCP at /mcp and the dashboard at /ui/ (-ui=false
+// leaves it out), over an embedded SQLite file (or PostgreSQL).
 //
 //	go run ./examples/coordinator -addr 127.0.0.1:8765 -db orchestrator.db [-agents-dir ./agents]
 //
@@ -32,13 +32,14 @@ import (
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+	"github.com/agentorchestrator/orchestrator/ui"
 )
 
 type options struct {
 	addr, db, agentsDir, webhookSecret string
 	admin, client, runner              string
 	webhookAllowHosts                  string
-	insecure                           bool
+	insecure, ui                       bool
 }
 
 func main() {
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:8765", "address to listen on")
 	flag.StringVar(&o.db, "db", "orchestrator.db", "SQLite file, or a postgres:// URL")
 	flag.BoolVar(&o.insecure, "insecure", false, "allow an open API (no tokens) on a non-loopback address")
+	flag.BoolVar(&o.ui, "ui", true, "serve the dashboard at /ui/")
 	flag.StringVar(&o.admin, "admin-token", os.Getenv("ORCHESTRATOR_ADMIN_TOKEN"), "admin bearer token(s), comma-separated")
 	flag.StringVar(&o.client, "client-token", os.Getenv("ORCHESTRATOR_CLIENT_TOKEN"), "client bearer token(s)")
 	flag.StringVar(&o.runner, "runner-token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token(s)")
@@ -113,8 +115,12 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg orchestrator.Coor
 	}
 	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(o.db), "auth", len(tokens) > 0,
 		"notifier", cfg.Notifier != nil, "agents_loaded", len(agents))
-	api := httpapi.NewHandler(coord, httpapi.Config{Tokens: tokens, Logger: log,
-		MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})})
+	hcfg := httpapi.Config{Tokens: tokens, Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})}
+	if o.ui {
+		hcfg.UI = ui.NewHandler()
+		log.Info("dashboard", "url", "http://"+ln.Addr().String()+ui.Path)
+	}
+	api := httpapi.NewHandler(coord, hcfg)
 	return httpapi.Serve(ctx, ln, api, 10*time.Second, log)
 }
 

@@ -1,8 +1,8 @@
 // Command quickstart runs the whole system in one process on the embedded SQLite default: a coordinator
-// serving the HTTP API on 127.0.0.1:8765, a runner with the example blueprints (examples/blueprints), and
-// a sample invocation of the web-crawler agent against a small demo site (served on 127.0.0.1:8766). Then
-// it keeps serving, the demo site too, and prints ao and curl commands to try next. Run it from the
-// repository root:
+// serving the HTTP API (and the dashboard at /ui/) on 127.0.0.1:8765, a runner with the example blueprints
+// (examples/blueprints), and a sample invocation of the web-crawler agent against a small demo site (served on
+// 127.0.0.1:8766). Then it keeps serving, the demo site too, and prints ao and curl commands to try next. Run
+// it from the repository root:
 //
 //	go run ./examples/quickstart
 package main
@@ -26,6 +26,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+	"github.com/agentorchestrator/orchestrator/ui"
 )
 
 func main() {
@@ -80,7 +81,8 @@ func run(ctx context.Context, log *slog.Logger, addr, db, siteAddr string, once 
 	}
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	api := httpapi.NewHandler(coord, httpapi.Config{Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})})
+	api := httpapi.NewHandler(coord, httpapi.Config{Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log}),
+		UI: ui.NewHandler()})
 	go func() {
 		served <- httpapi.Serve(serveCtx, ln, api, 5*time.Second, log)
 	}()

@@ -79,6 +79,7 @@ func sample(ctx context.Context, base, siteURL string) (string, error) {
 func printTryNext(base, session, siteURL string) {
 	fmt.Printf(`
 The coordinator is serving at %[1]s and the demo site at %[3]s; Ctrl-C stops both.
+Watch it in a browser: %[1]s/ui/
 
 Try ao, the command line (go install ./cmd/ao, or go run ./cmd/ao):
 

@@ -73,12 +73,17 @@ func (s *Store) GetSession(ctx context.Context, id string) (*orchestrator.Sessio
 	return row.domain()
 }
 
-// ListSessions returns the sessions f selects, oldest first (created_at, then id). AfterID continues
-// strictly after that session in this order; a cursor naming a session that no longer exists is
-// ErrNotFound.
+// ListSessions returns the sessions f selects, oldest first (created_at, then id), or newest first with
+// f.NewestFirst. AfterID continues strictly after that session in this order; a cursor naming a session
+// that no longer exists is ErrNotFound.
 func (s *Store) ListSessions(ctx context.Context, f orchestrator.SessionFilter) ([]*orchestrator.Session, error) {
 	var rows []sessionRow
-	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
+	q := s.r.NewSelect().Model(&rows)
+	if f.NewestFirst {
+		q = q.OrderExpr("created_at DESC, id DESC")
+	} else {
+		q = q.OrderExpr("created_at, id")
+	}
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN (?)", bun.In(f.Statuses))
 	}
@@ -96,7 +101,11 @@ func (s *Store) ListSessions(ctx context.Context, f orchestrator.SessionFilter) 
 		if err := s.r.NewSelect().Model(&after).Column("id", "created_at").Where("id = ?", f.AfterID).Scan(ctx); err != nil {
 			return nil, wrap(err, "cursor session", f.AfterID)
 		}
-		q = afterCursor(q, after.CreatedAt, after.ID)
+		if f.NewestFirst {
+			q = beforeCursor(q, after.CreatedAt, after.ID)
+		} else {
+			q = afterCursor(q, after.CreatedAt, after.ID)
+		}
 	}
 	if f.Limit > 0 {
 		q = q.Limit(int64(f.Limit))
@@ -113,6 +122,15 @@ func afterCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Select
 	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.Where("created_at > ?", utc(createdAt)).
 			WhereOr("created_at = ? AND id > ?", utc(createdAt), id)
+	})
+}
+
+// beforeCursor selects rows strictly before (createdAt, id) in (created_at, id) order: the next page of a
+// newest-first listing.
+func beforeCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.SelectQuery {
+	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("created_at < ?", utc(createdAt)).
+			WhereOr("created_at = ? AND id < ?", utc(createdAt), id)
 	})
 }
 

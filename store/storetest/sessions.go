@@ -171,6 +171,10 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			{"after a tie", orchestrator.SessionFilter{AfterID: "ses_3"}, []string{"ses_4", "ses_2", "ses_1", "ses_0"}},
 			{"after, filtered", orchestrator.SessionFilter{AfterID: "ses_3", AgentName: "a", Limit: 1}, []string{"ses_4"}},
 			{"after the last", orchestrator.SessionFilter{AfterID: "ses_0"}, []string{}},
+			{"newest first", orchestrator.SessionFilter{NewestFirst: true}, reversed(all)},
+			{"newest first, filtered", orchestrator.SessionFilter{NewestFirst: true, AgentName: "a", Limit: 3}, []string{"ses_1", "ses_4", "ses_3"}},
+			{"newest first, after a tie", orchestrator.SessionFilter{NewestFirst: true, AfterID: "ses_4"}, []string{"ses_3", "ses_8", "ses_9"}},
+			{"newest first, after the oldest", orchestrator.SessionFilter{NewestFirst: true, AfterID: "ses_9"}, []string{}},
 		} {
 			got, err := s.ListSessions(ctx(t), tc.f)
 			must(t, "ListSessions "+tc.name, err)
@@ -180,20 +184,26 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		_, err := s.ListSessions(ctx(t), orchestrator.SessionFilter{AfterID: "ses_missing"})
 		wantErr(t, "ListSessions after a session that does not exist", err, orchestrator.ErrNotFound)
 
-		// Paging with the cursor visits every session once, in order, whatever the page size.
-		for size := 1; size <= 4; size++ {
-			var seen []string
-			after := ""
-			for range 10 {
-				page, err := s.ListSessions(ctx(t), orchestrator.SessionFilter{AfterID: after, Limit: size})
-				must(t, "ListSessions page", err)
-				if len(page) == 0 {
-					break
-				}
-				seen = append(seen, sessionIDs(page)...)
-				after = page[len(page)-1].ID
+		// Paging with the cursor visits every session once, in order, whatever the page size and direction.
+		for _, newest := range []bool{false, true} {
+			want := all
+			if newest {
+				want = reversed(all)
 			}
-			equal(t, fmt.Sprintf("pages of %d", size), seen, all)
+			for size := 1; size <= 4; size++ {
+				var seen []string
+				after := ""
+				for range 10 {
+					page, err := s.ListSessions(ctx(t), orchestrator.SessionFilter{AfterID: after, Limit: size, NewestFirst: newest})
+					must(t, "ListSessions page", err)
+					if len(page) == 0 {
+						break
+					}
+					seen = append(seen, sessionIDs(page)...)
+					after = page[len(page)-1].ID
+				}
+				equal(t, fmt.Sprintf("pages of %d, newest first %v", size, newest), seen, want)
+			}
 		}
 	})
 

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -229,4 +230,11 @@ func scale(n int) int {
 		return max(1, n/10)
 	}
 	return n
+}
+
+// reversed returns a reversed copy of ids.
+func reversed(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Reverse(out)
+	return out
 }
