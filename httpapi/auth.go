@@ -35,7 +35,7 @@ const (
 
 // RunnerVerifier checks a runner's own credential: nil when secret is the one the runner's latest
 // registration returned, an error wrapping [orchestrator.ErrUnauthorized] when it is not. When the
-// Coordinator given to [NewHandler] implements it (orchestrator.LocalCoordinator does) and tokens are
+// Coordinator given to [NewHandler] implements it (coordinator.Coordinator does) and tokens are
 // configured, runners authenticate with [RunnerCredential]; without it only the configured tokens are
 // accepted.
 type RunnerVerifier interface {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // bodyRoutes are the routes that read a body; the others (the stops) ignore theirs.
@@ -31,7 +32,7 @@ var bodyRoutes = map[string]bool{
 func TestBadBodiesEveryRoute(t *testing.T) {
 	t.Parallel()
 	const limit = 4 << 10
-	env := newEnv(t, Config{MaxBodyBytes: limit, MaxReportBytes: limit}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxBodyBytes: limit, MaxReportBytes: limit}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("some-agent")))
 
@@ -94,7 +95,7 @@ func TestBadBodiesEveryRoute(t *testing.T) {
 // TestBadQueries: malformed query parameters are 400 and name the parameter.
 func TestBadQueries(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{MaxWait: DefaultMaxWait}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxWait: DefaultMaxWait}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
@@ -158,7 +159,7 @@ func TestBadQueries(t *testing.T) {
 // TestUnknownRouteAndMethod: 404 and 405 are JSON too; 405 carries Allow.
 func TestUnknownRouteAndMethod(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	rec := serve(env.handler, "GET", "/nope", adminTok, nil)
 	if m := errorBody(t, rec, http.StatusNotFound); m["error"] != "route_not_found" {
 		t.Fatalf("unknown route: %s", rec.Body)
@@ -183,7 +184,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 // TestAppendEventShapes: one event, an array, or {"events": [...]}.
 func TestAppendEventShapes(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 type sseFrame struct {
@@ -60,7 +61,7 @@ func nextEvent(t *testing.T, br *bufio.Reader) sseFrame {
 
 // sseServer serves the API with a short write timeout, which the stream must be exempt from.
 func sseServer(t *testing.T) (*testEnv, *Client) {
-	coord := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	coord := newCoordinator(t, coordinator.Config{})
 	h := NewHandler(coord, Config{Tokens: testTokens, Heartbeat: 30 * time.Millisecond})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.WriteTimeout = 150 * time.Millisecond

@@ -66,7 +66,7 @@ func TestTwoCoordinators(t *testing.T) {
 				t.Fatalf("GetRun: %+v, %v", run, err)
 			}
 			// Claimed is when the woken runner took the run (a run this short is never reported started:
-			// RunnerConfig.StartedDelay).
+			// runner.Config.StartedDelay).
 			d := run.ClaimedAt.Sub(run.CreatedAt)
 			lat = append(lat, d)
 			if d > maxWakeLatency {

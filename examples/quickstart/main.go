@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -64,7 +66,7 @@ func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) erro
 		return err
 	}
 	defer store.Close()
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store, Logger: log})
+	coord, err := coordinator.New(coordinator.Config{Store: store, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) erro
 
 	gw := gateway.New(coord, gateway.Config{Logger: log})
 	defer gw.Close()
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: coord, Blueprints: blueprints, Gateway: gw, Logger: log,
 		Executor: deterministic.New(deterministic.Config{Logger: log}),
 	})
@@ -95,9 +97,9 @@ func run(ctx context.Context, log *slog.Logger, addr, db string, once bool) erro
 	}
 	runCtx, stopRunner := context.WithCancel(ctx)
 	ran := make(chan error, 1)
-	go func() { ran <- runner.Run(runCtx) }()
+	go func() { ran <- worker.Run(runCtx) }()
 	defer func() { stopRunner(); <-ran }()
-	<-runner.Registered()
+	<-worker.Registered()
 
 	base := "http://" + ln.Addr().String()
 	session, err := sample(ctx, base)

@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -26,7 +27,7 @@ func TestNotifierSQLite(t *testing.T) {
 	if n := s.Notifier(); n != nil {
 		t.Fatalf("SQLite Notifier() = %#v, want nil", n)
 	}
-	var cfg orchestrator.CoordinatorConfig
+	var cfg coordinator.Config
 	cfg.Notifier = s.Notifier()
 	if cfg.Notifier != nil {
 		t.Fatal("cfg.Notifier is a non-nil interface holding nil")
@@ -347,10 +348,10 @@ func TestNotifierListenReturnsOnConnectionLoss(t *testing.T) {
 }
 
 // A coordinator replica parked on one store is woken by a run created through another: the whole path,
-// in-process, with two LocalCoordinators on one schema.
+// in-process, with two in-process coordinators on one schema.
 func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	t.Parallel()
-	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{}, orchestrator.CoordinatorConfig{})
+	ca, cb := twoReplicas(t, coordinator.Config{}, coordinator.Config{})
 	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
 	reg, err := ca.RegisterRunner(t.Context(), &orchestrator.RunnerRegistration{
 		Hostname: "h", ProjectDir: "/p", ExecutorType: "deterministic", MaxConcurrent: 1,
@@ -417,9 +418,9 @@ func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) er
 // it for an hour: the change's wake-up clears the cache.
 func TestAgentChangeReachesOtherReplica(t *testing.T) {
 	t.Parallel()
-	cached := orchestrator.CoordinatorConfig{AgentCacheTTL: time.Hour}
+	cached := coordinator.Config{AgentCacheTTL: time.Hour}
 	// The replica that writes announces the change whether or not it caches agents itself.
-	for name, writer := range map[string]orchestrator.CoordinatorConfig{
+	for name, writer := range map[string]coordinator.Config{
 		"writer caches": cached, "writer caches nothing": {AgentCacheTTL: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -432,7 +433,7 @@ func TestAgentChangeReachesOtherReplica(t *testing.T) {
 
 // agentChangeReachesB changes an agent through ca and waits for StartRun on cb, which caches agents for
 // an hour, to see each change.
-func agentChangeReachesB(t *testing.T, ca, cb *orchestrator.LocalCoordinator) {
+func agentChangeReachesB(t *testing.T, ca, cb *coordinator.Coordinator) {
 	if _, err := ca.CreateAgent(t.Context(), &orchestrator.Blueprint{Name: "helper"}); err != nil {
 		t.Fatal(err)
 	}
@@ -470,15 +471,15 @@ func agentChangeReachesB(t *testing.T, ca, cb *orchestrator.LocalCoordinator) {
 
 // twoReplicas starts two coordinators on one fresh PostgreSQL schema, each with its Notifier, and returns
 // once both listen. cfg (its Store and Notifier set here) configures both.
-func twoReplicas(t *testing.T, cfgA, cfgB orchestrator.CoordinatorConfig) (a, b *orchestrator.LocalCoordinator) {
+func twoReplicas(t *testing.T, cfgA, cfgB coordinator.Config) (a, b *coordinator.Coordinator) {
 	t.Helper()
 	dsn := postgresSchema(t)
-	var cs []*orchestrator.LocalCoordinator
-	for _, cfg := range []orchestrator.CoordinatorConfig{cfgA, cfgB} {
+	var cs []*coordinator.Coordinator
+	for _, cfg := range []coordinator.Config{cfgA, cfgB} {
 		st := open(t, dsn)
 		n := readyWhenListening(st.Notifier())
 		cfg.Store, cfg.Notifier = st, n
-		c, err := orchestrator.NewCoordinator(cfg)
+		c, err := coordinator.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
