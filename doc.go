@@ -10,7 +10,6 @@
 // execute them through an [Executor].
 //
 // The parts live in subpackages: coordinator (the in-process Coordinator), runner (the worker loop),
-// httpapi (the HTTP API and its client, itself a Coordinator), mcpserver (the tools AI agents call),
-// gateway (how a run's processes call back), store/sqlstore (SQLite and PostgreSQL) and the executors
-// under executor/. The package examples embed a coordinator and a runner in one process.
+// httpapi (the HTTP API, and a client that is a Coordinator too), mcpserver (tools for AI agents),
+// gateway, store/sqlstore and the executors under executor/. See the examples.
 package orchestrator

@@ -98,7 +98,3 @@ type Agent struct {
 
 // Type is the agent's type.
 func (a *Agent) Type() AgentType { return a.Blueprint.Type }
-
-// RunnerSecretPrefix starts every runner secret ([Registration].RunnerSecret), so that a secret that leaks
-// into a log or a repository can be recognised (and found by secret scanners).
-const RunnerSecretPrefix = "aors_"

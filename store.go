@@ -270,9 +270,6 @@ type RunUpdate struct {
 	EndedAt         *time.Time
 }
 
-// Ptr returns a pointer to v: a convenience for building updates.
-func Ptr[T any](v T) *T { return &v }
-
 // WriteChecker is an optional capability of a [Store], and of a [Coordinator] whose store has it
 // (coordinator.Coordinator): CheckWrite makes a small real write and reports whether it failed — a full disk, a
 // read-only database, a lost connection. The HTTP API's readiness check (GET /ready) answers 503 while

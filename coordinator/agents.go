@@ -68,7 +68,7 @@ func (c *Coordinator) CreateAgent(ctx context.Context, b *orchestrator.Blueprint
 	if err != nil {
 		return nil, err
 	}
-	now := orchestrator.Now()
+	now := c.now()
 	a := &orchestrator.Agent{Name: b.Name, Blueprint: b, CreatedAt: now, UpdatedAt: now}
 	if err := c.store.CreateAgent(ctx, a); err != nil {
 		if errors.Is(err, orchestrator.ErrConflict) {
@@ -107,7 +107,7 @@ func (c *Coordinator) UpdateAgent(ctx context.Context, name string, b *orchestra
 			return orchestrator.Errorf(orchestrator.ErrConflict, "agent_owned_by_runner", "agent %q belongs to runner %s and changes only when it registers again", name, a.RunnerID)
 		}
 		a.Blueprint = nb
-		a.UpdatedAt = orchestrator.Now()
+		a.UpdatedAt = c.now()
 		out = a
 		return tx.UpdateAgent(ctx, a)
 	})
@@ -178,7 +178,7 @@ func (c *Coordinator) PutAgents(ctx context.Context, blueprints []*orchestrator.
 	}
 	defer c.agentsChanged()
 	return c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
-		now := orchestrator.Now()
+		now := c.now()
 		for _, b := range checked {
 			a, err := tx.GetAgent(ctx, b.Name)
 			switch {

@@ -55,7 +55,7 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Stor
 	if parent.Callback {
 		mode = orchestrator.ModeAsyncCallback
 	}
-	run := newResumeRun(parent, params, mode, demands, nil)
+	run := c.newResumeRun(parent, params, mode, demands, nil)
 	if err := c.queueResume(ctx, tx, parent, run); err != nil {
 		return err
 	}

@@ -94,6 +94,15 @@ type Config struct {
 
 	// Limits bound inputs; zero fields take the defaults of [orchestrator.DefaultLimits].
 	Limits orchestrator.Limits
+
+	// Now is the coordinator's clock. Every time it records comes from it — in UTC, truncated to
+	// microseconds, so that every store keeps it as it is — and so does every threshold it measures
+	// records against: runner liveness (StaleAfter, OfflineAfter), NoMatchTimeout, ParkAfter, StopResend,
+	// RedeliverAfter, Retention and webhook retries. A test can thus move time forward and call
+	// [Coordinator.Sweep] instead of waiting. Waits and intervals (PollTimeout, SyncWait, SweepInterval,
+	// WebhookTimeout) run on timers, the caches' lifetimes on time.Now, and webhook signatures carry the
+	// time of day, which receivers check. Default: time.Now.
+	Now func() time.Time
 }
 
 // withDefaults returns l with its zero fields set to the defaults of [orchestrator.DefaultLimits].
@@ -198,6 +207,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.AgentCacheTTL == 0 {
 		cfg.AgentCacheTTL = time.Second
 	}
@@ -228,6 +240,12 @@ func (c *Coordinator) Limits() orchestrator.Limits { return c.limits }
 
 // Store returns the coordinator's store.
 func (c *Coordinator) Store() orchestrator.Store { return c.store }
+
+// now is the time to record, by the configured clock.
+func (c *Coordinator) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// ptr returns a pointer to v, for the fields of store updates.
+func ptr[T any](v T) *T { return &v }
 
 // Start runs the background sweeps until ctx ends or Stop is called. Calling Start twice is an error.
 func (c *Coordinator) Start(ctx context.Context) error {

@@ -871,7 +871,7 @@ func TestSweepReachesRunsBehindABacklog(t *testing.T) {
 			if err != nil || len(failed) != 0 {
 				t.Errorf("failed crawler runs: %d, %v; want none", len(failed), err)
 			}
-			parked, err := c.ListRuns(ctx, orchestrator.RunFilter{Parked: orchestrator.Ptr(true), AgentName: "web-crawler"})
+			parked, err := c.ListRuns(ctx, orchestrator.RunFilter{Parked: new(true), AgentName: "web-crawler"})
 			if err != nil || len(parked) != 0 {
 				t.Errorf("parked crawler runs: %d, %v; want none", len(parked), err)
 			}

@@ -51,7 +51,7 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 	if len(events) > c.limits.MaxEventsPerAppend {
 		return nil, orchestrator.Errorf(orchestrator.ErrTooLarge, "too_many_events", "at most %d events per call", c.limits.MaxEventsPerAppend)
 	}
-	now := orchestrator.Now()
+	now := c.now()
 	out := make([]*orchestrator.Event, len(events))
 	var executorSessionID string
 	for i := range events {

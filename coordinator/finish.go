@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // finishRun ends run with status inside tx, guarded by the run's current status (and by runnerID, when
@@ -15,7 +16,7 @@ import (
 // one, else the newest result event of the run, else its last assistant message — appends the result and
 // run_ended events, and records and delivers callbacks.
 func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *effects, runID, runnerID string, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) error {
-	now := orchestrator.Now()
+	now := c.now()
 	if errMsg == "" && res != nil && status != orchestrator.RunCompleted {
 		errMsg = res.Error
 	}
@@ -28,7 +29,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	if status == orchestrator.RunCompleted {
 		errMsg = ""
 	}
-	run, err := updateRunBrief(ctx, tx, runID, orchestrator.RunStatusesBefore(status), runnerID, orchestrator.RunUpdate{
+	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, orchestrator.RunUpdate{
 		Status: &status, Error: &errMsg, EndedAt: &now,
 	})
 	if err != nil {
@@ -79,7 +80,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	// a resume that asked for it, or a resume that delivered callbacks to a session started that way).
 	if run.Mode == orchestrator.ModeAsyncCallback && s.ParentSessionID != "" && s.ParentSessionID != s.ID {
 		cb := &orchestrator.Callback{
-			ID:              orchestrator.NewID(orchestrator.CallbackPrefix),
+			ID:              ids.New(orchestrator.CallbackPrefix),
 			ParentSessionID: s.ParentSessionID,
 			ChildSessionID:  s.ID,
 			Type:            "child_" + string(status),
@@ -237,4 +238,15 @@ func updateSessionBrief(ctx context.Context, tx orchestrator.Store, id string, f
 		return nil, err
 	}
 	return s.Brief(), nil
+}
+
+// runStatusesBefore returns the statuses from which a run may move to next: the guard of its update.
+func runStatusesBefore(next orchestrator.RunStatus) []orchestrator.RunStatus {
+	var from []orchestrator.RunStatus
+	for _, s := range []orchestrator.RunStatus{orchestrator.RunPending, orchestrator.RunClaimed, orchestrator.RunRunning} {
+		if s.CanTransition(next) {
+			from = append(from, s)
+		}
+	}
+	return from
 }

@@ -48,7 +48,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 	if runner.Status == orchestrator.RunnerOffline {
 		return nil, orchestrator.Errorf(orchestrator.ErrNotFound, "runner_not_found", "runner %q is offline; register again", p.RunnerID)
 	}
-	now := orchestrator.Now()
+	now := c.now()
 	work := &orchestrator.Work{}
 	stops, err := c.store.TakeStopRequests(ctx, p.RunnerID, now, now.Add(-c.cfg.StopResend))
 	if err != nil {

@@ -95,15 +95,15 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunReport) error {
 	var sessionID string
 	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
-		now := orchestrator.Now()
+		now := c.now()
 		run, err := updateRunBrief(ctx, tx, rep.RunID, []orchestrator.RunStatus{orchestrator.RunClaimed}, rep.RunnerID,
-			orchestrator.RunUpdate{Status: orchestrator.Ptr(orchestrator.RunRunning), StartedAt: &now})
+			orchestrator.RunUpdate{Status: new(orchestrator.RunRunning), StartedAt: &now})
 		if err != nil {
 			return err
 		}
 		sessionID = run.SessionID
 		if _, err := updateSessionBrief(ctx, tx, run.SessionID, []orchestrator.SessionStatus{orchestrator.SessionPending}, orchestrator.SessionUpdate{
-			Status: orchestrator.Ptr(orchestrator.SessionRunning), RunnerID: &rep.RunnerID, UpdatedAt: now,
+			Status: new(orchestrator.SessionRunning), RunnerID: &rep.RunnerID, UpdatedAt: now,
 		}); err != nil {
 			return err
 		}

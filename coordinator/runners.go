@@ -36,7 +36,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 		return nil, err
 	}
 	id := reg.RunnerID()
-	now := orchestrator.Now()
+	now := c.now()
 	accepts := len(reg.Blueprints) == 0
 	if reg.AcceptsAgents != nil {
 		accepts = *reg.AcceptsAgents
@@ -215,7 +215,7 @@ func (c *Coordinator) checkRegistration(reg *orchestrator.RunnerRegistration) er
 
 // Heartbeat records that the runner is alive. An unknown or offline runner must register again.
 func (c *Coordinator) Heartbeat(ctx context.Context, runnerID string) error {
-	r, err := lookup(c.store.TouchRunner(ctx, runnerID, orchestrator.Now())).as("runner", runnerID)
+	r, err := lookup(c.store.TouchRunner(ctx, runnerID, c.now())).as("runner", runnerID)
 	if err != nil {
 		return err
 	}

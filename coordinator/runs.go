@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // StartRun validates the request, creates the session (or readies it for a resume) and its run in one
@@ -192,9 +193,9 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 	if len(outputSchema) == 0 {
 		outputSchema = b.OutputSchema
 	}
-	now := orchestrator.Now()
+	now := c.now()
 	s := &orchestrator.Session{
-		ID:              orchestrator.NewID(orchestrator.SessionIDPrefix),
+		ID:              ids.New(orchestrator.SessionIDPrefix),
 		AgentName:       agent.Name,
 		AgentType:       b.Type,
 		Status:          orchestrator.SessionPending,
@@ -209,7 +210,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 		UpdatedAt:       now,
 	}
 	run := &orchestrator.Run{
-		ID:           orchestrator.NewID(orchestrator.RunIDPrefix),
+		ID:           ids.New(orchestrator.RunIDPrefix),
 		SessionID:    s.ID,
 		AgentName:    agent.Name,
 		AgentType:    b.Type,
@@ -343,7 +344,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	if demands, err = mergeRequestDemands(demands, p); err != nil {
 		return nil, err
 	}
-	run := newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
+	run := c.newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
 	err = c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
 		return c.queueResume(ctx, tx, s, run)
 	})
@@ -377,12 +378,12 @@ func (c *Coordinator) checkResumeEnv(ctx context.Context, s *orchestrator.Sessio
 	return agent.Blueprint.CheckRunEnv(env)
 }
 
-func newResumeRun(s *orchestrator.Session, params json.RawMessage, mode orchestrator.Mode, demands orchestrator.Demands, metadata json.RawMessage) *orchestrator.Run {
+func (c *Coordinator) newResumeRun(s *orchestrator.Session, params json.RawMessage, mode orchestrator.Mode, demands orchestrator.Demands, metadata json.RawMessage) *orchestrator.Run {
 	if metadata == nil {
 		metadata = s.Metadata
 	}
 	return &orchestrator.Run{
-		ID:           orchestrator.NewID(orchestrator.RunIDPrefix),
+		ID:           ids.New(orchestrator.RunIDPrefix),
 		SessionID:    s.ID,
 		AgentName:    s.AgentName,
 		AgentType:    s.AgentType,
@@ -394,7 +395,7 @@ func newResumeRun(s *orchestrator.Session, params json.RawMessage, mode orchestr
 		ProjectDir:   s.ProjectDir,
 		OutputSchema: s.OutputSchema,
 		Metadata:     metadata,
-		CreatedAt:    orchestrator.Now(),
+		CreatedAt:    c.now(),
 	}
 }
 
@@ -402,7 +403,7 @@ func newResumeRun(s *orchestrator.Session, params json.RawMessage, mode orchestr
 // session's status makes a concurrent second resume lose with ErrConflict.
 func (c *Coordinator) queueResume(ctx context.Context, tx orchestrator.Store, s *orchestrator.Session, run *orchestrator.Run) error {
 	if _, err := tx.UpdateSession(ctx, s.ID, []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped}, orchestrator.SessionUpdate{
-		Status: orchestrator.Ptr(orchestrator.SessionPending), CurrentRunID: &run.ID, ClearEndedAt: true, Error: orchestrator.Ptr(""), UpdatedAt: run.CreatedAt,
+		Status: new(orchestrator.SessionPending), CurrentRunID: &run.ID, ClearEndedAt: true, Error: new(""), UpdatedAt: run.CreatedAt,
 	}); err != nil {
 		return err
 	}
@@ -446,7 +447,7 @@ func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run
 		c.apply(fx)
 	case orchestrator.RunClaimed, orchestrator.RunRunning:
 		if run.StopRequestedAt == nil {
-			now := orchestrator.Now()
+			now := c.now()
 			_, err := c.store.UpdateRun(ctx, id, []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "", orchestrator.RunUpdate{StopRequestedAt: &now})
 			if err != nil && !errors.Is(err, orchestrator.ErrConflict) {
 				return nil, err

@@ -128,7 +128,7 @@ func TestRunnerSecretGuardsIdentity(t *testing.T) {
 
 	// Online, but without a heartbeat for StaleAfter (the sweep has not got to it yet): stale all the same.
 	info, _ := st.GetRunner(ctx, b.RunnerID)
-	info.LastHeartbeatAt = orchestrator.Now().Add(-2 * time.Hour)
+	info.LastHeartbeatAt = time.Now().UTC().Add(-2 * time.Hour)
 	if err := st.PutRunner(ctx, info); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 }
 
 func (c *Coordinator) sweepRunners(ctx context.Context) error {
-	now := orchestrator.Now()
+	now := c.now()
 	staleBefore := now.Add(-c.cfg.StaleAfter)
 	offlineBefore := now.Add(-c.cfg.OfflineAfter)
 	dead, err := c.store.ListRunners(ctx, orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}, HeartbeatBefore: offlineBefore})
@@ -85,7 +85,7 @@ func (c *Coordinator) sweepRunners(ctx context.Context) error {
 // Parking happens in full sweeps, which also unpark runs that a live runner matches after all (a
 // registration raced the parking).
 func (c *Coordinator) sweepUnmatched(ctx context.Context, full bool) error {
-	now := orchestrator.Now()
+	now := c.now()
 	live, err := c.store.ListRunners(ctx, orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}})
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func (c *Coordinator) sweepUnmatched(ctx context.Context, full bool) error {
 	// Parking is not urgent, and a backlog of runs that busy runners will take is read here: only the full
 	// sweeps (every tenth) look. Runs pinned to a runner sit under their own key of the claim index
 	// already: only unpinned runs are worth parking.
-	waiting, err := c.parkPages.next(ctx, c.store, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunPending}, Parked: orchestrator.Ptr(false), CreatedBefore: now.Add(-c.cfg.ParkAfter)})
+	waiting, err := c.parkPages.next(ctx, c.store, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunPending}, Parked: new(false), CreatedBefore: now.Add(-c.cfg.ParkAfter)})
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (p *sweepPages) next(ctx context.Context, store orchestrator.Store, f orche
 
 // unpark unparks the parked runs that one of runners matches, and wakes the runners.
 func (c *Coordinator) unpark(ctx context.Context, runners []*orchestrator.RunnerInfo) error {
-	parked, err := c.store.ListRuns(ctx, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunPending}, Parked: orchestrator.Ptr(true)})
+	parked, err := c.store.ListRuns(ctx, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{orchestrator.RunPending}, Parked: new(true)})
 	if err != nil || len(parked) == 0 {
 		return err
 	}
@@ -236,7 +236,7 @@ func (c *Coordinator) sweepRetention(ctx context.Context) error {
 	if c.cfg.Retention <= 0 {
 		return nil
 	}
-	before := orchestrator.Now().Add(-c.cfg.Retention)
+	before := c.now().Add(-c.cfg.Retention)
 	total := 0
 	for ctx.Err() == nil {
 		n, err := c.store.DeleteEndedSessions(ctx, before, retentionBatch)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/egress"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 	"github.com/agentorchestrator/orchestrator/webhook"
 )
 
@@ -27,9 +28,9 @@ func (c *Coordinator) queueWebhook(ctx context.Context, tx orchestrator.Store, f
 	if err != nil {
 		return err
 	}
-	now := orchestrator.Now()
+	now := c.now()
 	if err := tx.CreateWebhook(ctx, &orchestrator.Webhook{
-		ID: orchestrator.NewID("wh_"), URL: run.CallbackURL, SessionID: payload.SessionID, RunID: run.ID, Payload: body,
+		ID: ids.New("wh_"), URL: run.CallbackURL, SessionID: payload.SessionID, RunID: run.ID, Payload: body,
 		Status: orchestrator.WebhookPending, NextAttemptAt: now, CreatedAt: now,
 	}); err != nil {
 		return err
@@ -124,7 +125,7 @@ take:
 	if n == 0 {
 		return 0, nil // every slot is busy: a delivery that ends kicks the loop
 	}
-	now := orchestrator.Now()
+	now := c.now()
 	due, err := c.store.ClaimWebhooks(ctx, now, now.Add(2*c.cfg.WebhookTimeout+time.Second), n)
 	for range n - len(due) {
 		<-c.webhookSlots
@@ -146,7 +147,7 @@ take:
 
 func (c *Coordinator) deliverWebhook(ctx context.Context, w *orchestrator.Webhook) {
 	err := c.postWebhook(ctx, w)
-	now := orchestrator.Now()
+	now := c.now()
 	w.Attempts++
 	switch {
 	case err == nil:

@@ -301,13 +301,14 @@ func TestParseTokens(t *testing.T) {
 	}
 }
 
-func TestTokensFromEnv(t *testing.T) {
+// The token variables of the environment, as the binaries read them, hold one token or a list.
+func TestParseTokensFromTheEnvironment(t *testing.T) {
 	t.Setenv(EnvAdminToken, "adm")
 	t.Setenv(EnvClientToken, "c1,c2")
 	t.Setenv(EnvRunnerToken, "")
-	got, err := TokensFromEnv()
+	got, err := ParseTokens(os.Getenv(EnvAdminToken), os.Getenv(EnvClientToken), os.Getenv(EnvRunnerToken))
 	if err != nil || len(got) != 3 || got["adm"] != RoleAdmin || got["c2"] != RoleClient {
-		t.Fatalf("TokensFromEnv = %v, %v", got, err)
+		t.Fatalf("ParseTokens of the environment = %v, %v", got, err)
 	}
 }
 

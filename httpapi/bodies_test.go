@@ -200,7 +200,7 @@ func TestAppendEventShapes(t *testing.T) {
 		{`{"event_type":"progress","events":3}`, 1},
 	} {
 		rec := serve(env.handler, "POST", path, clientTok, []byte(tc.body))
-		var out AppendedEvents
+		var out appendedEvents
 		if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Events) != tc.n {
 			t.Fatalf("POST %s: %d %s, want 201 with %d events", tc.body, rec.Code, rec.Body, tc.n)
 		}
@@ -260,8 +260,8 @@ func TestDecodeJSON(t *testing.T) {
 		{strings.Repeat("[", 20000) + strings.Repeat("]", 20000), "invalid JSON"},
 	} {
 		err := decodeJSON([]byte(tc.in), &p, false)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || StatusCode(err) != 400 {
-			t.Errorf("decodeJSON(%.40q) = %v (status %d), want a 400 containing %q", tc.in, err, StatusCode(err), tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || statusCode(err) != 400 {
+			t.Errorf("decodeJSON(%.40q) = %v (status %d), want a 400 containing %q", tc.in, err, statusCode(err), tc.want)
 		}
 	}
 	var b orchestrator.Blueprint

@@ -486,7 +486,7 @@ func (c *Client) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orc
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out RunList
+	var out runList
 	if _, err := c.do(ctx, call{method: "GET", path: "/runs", query: q}, &out); err != nil {
 		return nil, err
 	}
@@ -596,7 +596,7 @@ func (c *Client) ListEvents(ctx context.Context, sessionID string, after int64, 
 			cl.wait = chunk
 			q.Set("wait", formatWait(chunk))
 		}
-		var out EventPage
+		var out eventPage
 		if _, err := c.do(ctx, cl, &out); err != nil {
 			return nil, err
 		}
@@ -608,7 +608,7 @@ func (c *Client) ListEvents(ctx context.Context, sessionID string, after int64, 
 
 // AppendEvents implements [orchestrator.Coordinator].
 func (c *Client) AppendEvents(ctx context.Context, sessionID string, events []orchestrator.Event) ([]*orchestrator.Event, error) {
-	var out AppendedEvents
+	var out appendedEvents
 	cl := call{method: "POST", path: "/sessions/" + seg(sessionID) + "/events",
 		body: map[string]any{"events": events}, unsafe: true}
 	if _, err := c.do(ctx, cl, &out); err != nil {
@@ -767,7 +767,7 @@ func (c *Client) DeregisterRunner(ctx context.Context, runnerID string) error {
 
 // ListRunners implements [orchestrator.Coordinator].
 func (c *Client) ListRunners(ctx context.Context) ([]*orchestrator.RunnerInfo, error) {
-	var out RunnerList
+	var out runnerList
 	if _, err := c.do(ctx, call{method: "GET", path: "/runners"}, &out); err != nil {
 		return nil, err
 	}

@@ -194,11 +194,11 @@ func TestClientErrorMapping(t *testing.T) {
 		}
 	}
 	for _, sk := range statusKinds {
-		if got := StatusCode(orchestrator.Errorf(sk.kind, "x", "y")); got != sk.status {
-			t.Errorf("StatusCode(%v) = %d, want %d", sk.kind, got, sk.status)
+		if got := statusCode(orchestrator.Errorf(sk.kind, "x", "y")); got != sk.status {
+			t.Errorf("statusCode(%v) = %d, want %d", sk.kind, got, sk.status)
 		}
 	}
-	if StatusCode(errors.New("boom")) != 500 {
+	if statusCode(errors.New("boom")) != 500 {
 		t.Error("an unknown error must be 500")
 	}
 }

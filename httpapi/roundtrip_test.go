@@ -63,7 +63,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 
 	// The schema endpoint.
 	rec := serve(env.handler, "GET", "/agents/researcher/schema", clientTok, nil)
-	var sch AgentSchema
+	var sch agentSchemaBody
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &sch) != nil {
 		t.Fatalf("GET schema: %d %s", rec.Code, rec.Body)
 	}
@@ -170,7 +170,7 @@ func TestRunLifecycleRoundTrip(t *testing.T) {
 		t.Fatalf("WaitSession = %+v (result %+v)", sess, sess.Result)
 	}
 	rec := serve(env.handler, "GET", "/sessions/"+res.SessionID+"/result?wait=1", clientTok, nil)
-	var sr SessionResult
+	var sr sessionResult
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &sr) != nil || sr.Status != orchestrator.SessionCompleted || sr.Result == nil || sr.Result.ExitCode == nil {
 		t.Fatalf("GET result: %d %s", rec.Code, rec.Body)
 	}

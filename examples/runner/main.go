@@ -163,7 +163,7 @@ func run(ctx context.Context, log *slog.Logger, o opts, announce bool, cfg runne
 	}
 	cfg.Executor, cfg.ExecutorType = ex, typ
 	if typ != "deterministic" {
-		cfg.AcceptsAgents = orchestrator.Ptr(true) // even when it announces blueprints too
+		cfg.AcceptsAgents = new(true) // even when it announces blueprints too
 	}
 	if announce {
 		if cfg.Blueprints, err = orchestrator.LoadBlueprints(o.dir); err != nil {

@@ -129,7 +129,7 @@ func TestCommandLine(t *testing.T) {
 	if !reflect.DeepEqual(c.Args, want) {
 		t.Errorf("argv\n got %q\nwant %q", c.Args, want)
 	}
-	wantPrompt, _ := RenderPrompt(inv.Parameters, nil)
+	wantPrompt, _ := renderPrompt(inv.Parameters, nil)
 	if c.Stdin != wantPrompt {
 		t.Errorf("stdin = %q, want %q", c.Stdin, wantPrompt)
 	}

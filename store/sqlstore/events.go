@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -33,7 +34,7 @@ func (s *Store) insertEvents(ctx context.Context, sessionID string, last int64, 
 	}
 	first := last - int64(len(events)) + 1
 	rows := make([]eventRow, len(events))
-	now := orchestrator.Now()
+	now := utc(time.Now())
 	for i, e := range events {
 		t := utc(e.Time)
 		if t.IsZero() {

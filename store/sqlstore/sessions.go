@@ -190,7 +190,7 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 	}
 	updated := u.UpdatedAt
 	if updated.IsZero() {
-		updated = orchestrator.Now()
+		updated = utc(time.Now())
 	}
 	q.set("updated_at", formatTime(updated))
 	if n := len(u.AppendEvents); n > 0 {

@@ -26,7 +26,7 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			ev(orchestrator.EventStderr, `{"line":"a \u0000 b"}`),
 			{Type: orchestrator.EventResult, Data: json.RawMessage(`{"result_text":"one"}`), Time: at(3)},
 		}
-		before := orchestrator.Now()
+		before := utcNow()
 		must(t, "AppendEvents", s.AppendEvents(ctx(t), "ses_a", first))
 		for i, e := range first {
 			if e.Seq != int64(i+1) || e.SessionID != "ses_a" {

@@ -230,3 +230,30 @@ func scale(n int) int {
 	}
 	return n
 }
+
+// utcNow is the time as a coordinator records it: UTC, truncated to microseconds.
+func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// runStatusesBefore returns the statuses from which a run may move to next: the guard a coordinator
+// gives the update that moves it.
+func runStatusesBefore(next orchestrator.RunStatus) []orchestrator.RunStatus {
+	var from []orchestrator.RunStatus
+	for _, s := range []orchestrator.RunStatus{orchestrator.RunPending, orchestrator.RunClaimed, orchestrator.RunRunning} {
+		if s.CanTransition(next) {
+			from = append(from, s)
+		}
+	}
+	return from
+}
+
+// sessionStatusesBefore returns the statuses from which a session may move to next.
+func sessionStatusesBefore(next orchestrator.SessionStatus) []orchestrator.SessionStatus {
+	var from []orchestrator.SessionStatus
+	for _, s := range []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning,
+		orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped} {
+		if s.CanTransition(next) {
+			from = append(from, s)
+		}
+	}
+	return from
+}
