@@ -89,7 +89,7 @@ func (s *Store) LastEvent(ctx context.Context, sessionID string, types []string,
 	q := s.r.NewSelect().Model(&row).Where("session_id = ?", sessionID).Where("seq > ?", afterSeq).
 		OrderExpr("seq DESC").Limit(1)
 	if len(types) > 0 {
-		q = q.Where("type IN (?)", bun.In(types))
+		q = q.Where("type IN (?)", bun.List(types))
 	}
 	if err := q.Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {

@@ -80,7 +80,7 @@ func (s *Store) ListSessions(ctx context.Context, f orchestrator.SessionFilter) 
 	var rows []sessionRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.AgentName != "" {
 		q = q.Where("agent_name = ?", f.AgentName)
