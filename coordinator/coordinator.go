@@ -244,9 +244,6 @@ func (c *Coordinator) Store() orchestrator.Store { return c.store }
 // now is the time to record, by the configured clock.
 func (c *Coordinator) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-// ptr returns a pointer to v, for the fields of store updates.
-func ptr[T any](v T) *T { return &v }
-
 // Start runs the background sweeps until ctx ends or Stop is called. Calling Start twice is an error.
 func (c *Coordinator) Start(ctx context.Context) error {
 	c.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -40,6 +41,28 @@ func newCoordinator(t *testing.T, cfg coordinator.Config) *coordinator.Coordinat
 		t.Fatalf("coordinator.New: %v", err)
 	}
 	return c
+}
+
+// clock is a coordinator clock (Config.Now) that a test moves by hand, so that thresholds pass without
+// waiting for them.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 var crawlerSchema = json.RawMessage(`{"type":"object","required":["url"],"properties":{"url":{"type":"string","format":"uri"},"depth":{"type":"integer","default":2}}}`)
@@ -318,48 +341,56 @@ func (s *lookCountingStore) GetRunner(ctx context.Context, id string) (*orchestr
 }
 
 // TestFullRunnersPollWakesForStopsOnly: a poll with no free slot (Max 0) can take stops only, so new
-// runs, which wake polls for runs, must not make it look again; a stop does.
+// runs, which wake polls for runs, must not make it look again; a stop does. The coordinator runs in a
+// synctest bubble, so that "the poll is parked" and "the poll did not look again" are facts
+// (synctest.Wait: every goroutine is blocked), not guesses after a sleep.
 func TestFullRunnersPollWakesForStopsOnly(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	counted := &lookCountingStore{Store: newStore(t)}
-	c := newCoordinator(t, coordinator.Config{Store: counted, PollTimeout: time.Minute})
-	a := register(t, c, "host-a", crawler())
-	held := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
-	if w := poll(t, c, a.RunnerID, 1); len(w.Runs) != 1 {
-		t.Fatalf("poll: %+v", w)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		counted := &lookCountingStore{Store: newStore(t)}
+		c := newCoordinator(t, coordinator.Config{Store: counted, PollTimeout: time.Minute})
+		a := register(t, c, "host-a", crawler())
+		held := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+		if w := poll(t, c, a.RunnerID, 1); len(w.Runs) != 1 {
+			t.Fatalf("poll: %+v", w)
+		}
 
-	before := counted.looks.Load()
-	got := make(chan *orchestrator.Work, 1)
-	go func() {
-		w, err := c.PollWork(ctx, orchestrator.PollParams{RunnerID: a.RunnerID, Wait: time.Minute, Max: 0})
-		if err != nil {
-			t.Errorf("PollWork: %v", err)
+		before := counted.looks.Load()
+		got := make(chan *orchestrator.Work, 1)
+		go func() {
+			w, err := c.PollWork(ctx, orchestrator.PollParams{RunnerID: a.RunnerID, Wait: time.Minute, Max: 0})
+			if err != nil {
+				t.Errorf("PollWork: %v", err)
+			}
+			got <- w
+		}()
+		synctest.Wait() // parked after its first look
+		if n := counted.looks.Load() - before; n != 1 {
+			t.Fatalf("the poll looked %d times before parking, want 1", n)
 		}
-		got <- w
-	}()
-	for counted.looks.Load() == before { // parked after its first look
-		time.Sleep(time.Millisecond)
-	}
-	for range 3 {
-		start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
-	}
-	time.Sleep(50 * time.Millisecond) // time for a wrongly woken poll to look again
-	if _, err := c.StopRun(ctx, held.RunID); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case w := <-got:
-		if len(w.Stop) != 1 || w.Stop[0] != held.SessionID || len(w.Runs) != 0 {
-			t.Fatalf("parked poll returned %+v, want only the stop of %s", w, held.SessionID)
+		for range 3 {
+			start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a full runner's parked poll was not woken by a stop")
-	}
-	if n := counted.looks.Load() - before; n != 2 {
-		t.Errorf("the poll looked %d times, want 2: once on arrival, once for the stop", n)
-	}
+		synctest.Wait() // a poll the new runs woke would have looked again by now
+		if n := counted.looks.Load() - before; n != 1 {
+			t.Errorf("the poll looked %d times after runs were created, want 1: new runs woke a full runner's poll", n)
+		}
+		if _, err := c.StopRun(ctx, held.RunID); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case w := <-got:
+			if len(w.Stop) != 1 || w.Stop[0] != held.SessionID || len(w.Runs) != 0 {
+				t.Fatalf("parked poll returned %+v, want only the stop of %s", w, held.SessionID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a full runner's parked poll was not woken by a stop")
+		}
+		if n := counted.looks.Load() - before; n != 2 {
+			t.Errorf("the poll looked %d times, want 2: once on arrival, once for the stop", n)
+		}
+	})
 }
 
 func TestRunLifecycleAndResult(t *testing.T) {
@@ -596,31 +627,39 @@ func TestCallbackResumesIdleParentAtOnce(t *testing.T) {
 func TestRunnerGoesOffline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newCoordinator(t, coordinator.Config{StaleAfter: 100 * time.Millisecond, OfflineAfter: 300 * time.Millisecond})
+	clk := newClock()
+	c := newCoordinator(t, coordinator.Config{StaleAfter: time.Minute, OfflineAfter: 3 * time.Minute, Now: clk.Now})
 	a := register(t, c, "host-a", crawler())
 	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
 	poll(t, c, a.RunnerID, 1)
 	report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
 	pendingRun := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://b.example"}`)})
-
-	deadline := time.Now().Add(10 * time.Second)
-	sawStale := false
-	for {
-		c.Sweep(ctx, false)
-		runners, _ := c.ListRunners(ctx)
-		if runners[0].Status == orchestrator.RunnerStale {
-			sawStale = true
+	status := func() orchestrator.RunnerStatus {
+		t.Helper()
+		runners, err := c.ListRunners(ctx)
+		if err != nil || len(runners) != 1 {
+			t.Fatalf("ListRunners = %v, %v", runners, err)
 		}
-		if runners[0].Status == orchestrator.RunnerOffline {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runner never went offline: %+v", runners[0])
-		}
-		time.Sleep(20 * time.Millisecond)
+		return runners[0].Status
 	}
-	if !sawStale {
-		t.Log("the runner went offline without being seen stale (the sweeps were slow); not an error")
+
+	clk.Advance(time.Minute - time.Second)
+	c.Sweep(ctx, false)
+	if st := status(); st != orchestrator.RunnerOnline {
+		t.Fatalf("a runner quiet for less than StaleAfter is %s, want online", st)
+	}
+	clk.Advance(2 * time.Second)
+	c.Sweep(ctx, false)
+	if st := status(); st != orchestrator.RunnerStale {
+		t.Fatalf("a runner quiet for more than StaleAfter is %s, want stale", st)
+	}
+	if s, _ := c.GetSession(ctx, res.SessionID); s.Status != orchestrator.SessionRunning {
+		t.Fatalf("a stale runner's session is %s, want still running", s.Status)
+	}
+	clk.Advance(2 * time.Minute)
+	c.Sweep(ctx, false)
+	if st := status(); st != orchestrator.RunnerOffline {
+		t.Fatalf("a runner quiet for more than OfflineAfter is %s, want offline", st)
 	}
 	s, _ := c.GetSession(ctx, res.SessionID)
 	if s.Status != orchestrator.SessionFailed || s.Error != "Runner disconnected during execution" {
@@ -760,13 +799,21 @@ func TestResumeWithCallback(t *testing.T) {
 func TestUnmatchedRunsAreParked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newCoordinator(t, coordinator.Config{ParkAfter: time.Millisecond})
+	clk := newClock()
+	c := newCoordinator(t, coordinator.Config{ParkAfter: time.Minute, Now: clk.Now})
 	createAgent(t, c, "researcher")
-	registerAI(t, c, "host-ai")
+	ai := registerAI(t, c, "host-ai")
 	nowhere := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "x",
 		Demands: &orchestrator.Demands{Hostname: "gpu-box"}})
 	ok := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "y"})
-	time.Sleep(5 * time.Millisecond) // older than ParkAfter
+	c.Sweep(ctx, true)
+	if r, _ := c.GetRun(ctx, nowhere.RunID); r.Parked {
+		t.Fatalf("a run younger than ParkAfter was parked")
+	}
+	clk.Advance(2 * time.Minute) // older than ParkAfter
+	if err := c.Heartbeat(ctx, ai.RunnerID); err != nil {
+		t.Fatal(err)
+	}
 	c.Sweep(ctx, true)
 	if r, _ := c.GetRun(ctx, nowhere.RunID); !r.Parked || r.Status != orchestrator.RunPending {
 		t.Fatalf("run no runner matches: parked %v status %s, want parked and pending", r.Parked, r.Status)
@@ -807,13 +854,15 @@ func TestSweepReachesRunsBehindABacklog(t *testing.T) {
 		// sweep starts over from the oldest, and the one after it reaches the run.
 		deleteCursor bool
 	}{
-		{"no-match timeout", coordinator.Config{NoMatchTimeout: time.Millisecond, ParkAfter: time.Hour}, failed, false},
-		{"parking", coordinator.Config{ParkAfter: time.Millisecond},
+		{"no-match timeout", coordinator.Config{NoMatchTimeout: time.Minute, ParkAfter: time.Hour}, failed, false},
+		{"parking", coordinator.Config{ParkAfter: time.Minute},
 			func(r *orchestrator.Run) bool { return r.Parked && r.Status == orchestrator.RunPending }, false},
-		{"the page's last run deleted", coordinator.Config{NoMatchTimeout: time.Millisecond, ParkAfter: time.Hour}, failed, true},
+		{"the page's last run deleted", coordinator.Config{NoMatchTimeout: time.Minute, ParkAfter: time.Hour}, failed, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			clk := newClock()
+			tc.cfg.Now = clk.Now
 			c := newCoordinator(t, tc.cfg)
 			createAgent(t, c, "researcher")
 			register(t, c, "host-a", crawler())
@@ -840,8 +889,8 @@ func TestSweepReachesRunsBehindABacklog(t *testing.T) {
 			}
 			nowhere := start(t, c, orchestrator.StartRunParams{AgentName: "researcher", Prompt: "x",
 				Demands: &orchestrator.Demands{Hostname: "gpu-box"}})
-			time.Sleep(5 * time.Millisecond) // older than the timeout and ParkAfter
-			c.Sweep(ctx, true)               // the first page holds only the backlog
+			clk.Advance(2 * time.Minute) // older than the timeout and ParkAfter
+			c.Sweep(ctx, true)           // the first page holds only the backlog
 			if r, _ := c.GetRun(ctx, nowhere.RunID); r.Status != orchestrator.RunPending || r.Parked {
 				t.Fatalf("after the first sweep the run behind the backlog is %s (parked %v): the page was not the backlog's", r.Status, r.Parked)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -120,97 +121,86 @@ func runNoopRunner(t *testing.T, co orchestrator.Coordinator, maxBatch int) *Run
 	return r
 }
 
-// waitUntil polls cond until it holds, or fails the test after 10s with what cond last said.
-func waitUntil(t *testing.T, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(state)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestRunnerBatchesReports: final reports that become ready while a report call is under way go together
 // in the next calls, at most MaxReportBatch at a time, and each run's report is delivered exactly once.
+// The runner runs in a synctest bubble: synctest.Wait says when everything that can happen has.
 func TestRunnerBatchesReports(t *testing.T) {
 	t.Parallel()
-	co := &batchCoordinator{work: make(chan *orchestrator.Work, 1), release: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(co.release) }) }
-	r := runNoopRunner(t, co, 3)
-	// Cleanups run last first: this one before the runner's, whose shutdown a blocked report would hold.
-	t.Cleanup(release)
+	synctest.Test(t, func(t *testing.T) {
+		co := &batchCoordinator{work: make(chan *orchestrator.Work, 1), release: make(chan struct{})}
+		var releaseOnce sync.Once
+		release := func() { releaseOnce.Do(func() { close(co.release) }) }
+		r := runNoopRunner(t, co, 3)
+		// Cleanups run last first: this one before the runner's, whose shutdown a blocked report would hold.
+		t.Cleanup(release)
 
-	const runs = 8
-	work := noopWork(runs, "run_refused")
-	co.work <- work
+		const runs = 8
+		work := noopWork(runs, "run_refused")
+		co.work <- work
 
-	// The first call is under way (blocked); every other report waits in the queue.
-	var first, queued int
-	waitUntil(t, func() (bool, string) {
+		// The first call is under way (blocked); every other report waits in the queue.
+		synctest.Wait()
 		co.mu.Lock()
-		first = co.first
+		first := co.first
 		co.mu.Unlock()
-		queued = r.reports.Len()
-		return first > 0 && first+queued == runs,
-			fmt.Sprintf("%d reports in the first call and %d queued, want %d in all", first, queued, runs)
-	})
-	release()
-	waitUntil(t, func() (bool, string) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return len(r.active) == 0, fmt.Sprintf("%d runs still active", len(r.active))
-	})
-
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	// The queued reports went in full batches of 3, the last one holding the rest.
-	if want := 1 + (queued+2)/3; co.calls != want {
-		t.Errorf("%d report calls, want %d (the first of %d, then %d queued reports by 3)", co.calls, want, first, queued)
-	}
-	seen := map[string]int{}
-	for _, rep := range co.singles {
-		seen[rep.RunID]++
-	}
-	for _, b := range co.batches {
-		if len(b) < 2 || len(b) > 3 {
-			t.Errorf("a batch of %d reports, want 2 or 3", len(b))
+		queued := r.reports.Len()
+		if first == 0 || first+queued != runs {
+			t.Fatalf("%d reports in the first call and %d queued, want %d in all", first, queued, runs)
 		}
-		for _, rep := range b {
+		release()
+		synctest.Wait()
+		r.mu.Lock()
+		active := len(r.active)
+		r.mu.Unlock()
+		if active != 0 {
+			t.Fatalf("%d runs still active after their reports went out", active)
+		}
+
+		co.mu.Lock()
+		defer co.mu.Unlock()
+		// The queued reports went in full batches of 3, the last one holding the rest.
+		if want := 1 + (queued+2)/3; co.calls != want {
+			t.Errorf("%d report calls, want %d (the first of %d, then %d queued reports by 3)", co.calls, want, first, queued)
+		}
+		seen := map[string]int{}
+		for _, rep := range co.singles {
 			seen[rep.RunID]++
-			if rep.Status != orchestrator.RunCompleted || rep.RunnerID != "lnch_test" {
-				t.Errorf("report %+v, want completed by lnch_test", rep)
+		}
+		for _, b := range co.batches {
+			if len(b) < 2 || len(b) > 3 {
+				t.Errorf("a batch of %d reports, want 2 or 3", len(b))
+			}
+			for _, rep := range b {
+				seen[rep.RunID]++
+				if rep.Status != orchestrator.RunCompleted || rep.RunnerID != "lnch_test" {
+					t.Errorf("report %+v, want completed by lnch_test", rep)
+				}
 			}
 		}
-	}
-	for _, a := range work.Runs {
-		if seen[a.Run.ID] != 1 {
-			t.Errorf("run %s reported %d times, want once", a.Run.ID, seen[a.Run.ID])
+		for _, a := range work.Runs {
+			if seen[a.Run.ID] != 1 {
+				t.Errorf("run %s reported %d times, want once", a.Run.ID, seen[a.Run.ID])
+			}
 		}
-	}
+	})
 }
 
 // TestRunnerReportsAloneWithoutBatching: MaxReportBatch 1 sends every report on its own.
 func TestRunnerReportsAloneWithoutBatching(t *testing.T) {
 	t.Parallel()
-	co := &batchCoordinator{work: make(chan *orchestrator.Work, 1), release: make(chan struct{})}
-	close(co.release)
-	runNoopRunner(t, co, 1)
-	co.work <- noopWork(4, "")
-	waitUntil(t, func() (bool, string) {
+	synctest.Test(t, func(t *testing.T) {
+		co := &batchCoordinator{work: make(chan *orchestrator.Work, 1), release: make(chan struct{})}
+		close(co.release)
+		runNoopRunner(t, co, 1)
+		co.work <- noopWork(4, "")
+		synctest.Wait()
 		co.mu.Lock()
 		defer co.mu.Unlock()
-		return len(co.singles) == 4, fmt.Sprintf("%d reports, want 4", len(co.singles))
+		if len(co.singles) != 4 {
+			t.Errorf("%d reports, want 4", len(co.singles))
+		}
+		if len(co.batches) != 0 {
+			t.Errorf("batches %v, want none", co.batches)
+		}
 	})
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	if len(co.batches) != 0 {
-		t.Errorf("batches %v, want none", co.batches)
-	}
 }

@@ -141,7 +141,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		t.Parallel()
 		s := newStore(t)
 		const workers = 8
-		perWorker := scale(2000)
+		perWorker := concurrencyScale(2000)
 		total := workers * perWorker
 		runners := make([]*orchestrator.RunnerInfo, workers)
 		for i := range runners {

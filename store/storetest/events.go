@@ -158,7 +158,7 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		s := newStore(t)
 		must(t, "CreateSession", s.CreateSession(ctx(t), newSession("ses_a", base)))
 		const workers = 8
-		appends := scale(100)
+		appends := concurrencyScale(100)
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
 		for w := range workers {

@@ -18,7 +18,8 @@
 // nothing are empty, not errors; a cursor (AfterID) naming a record that does not exist is ErrNotFound;
 // deleting a missing record is ErrNotFound.
 //
-// With -short, the stress tests run at a tenth of their size.
+// With -short, the stress tests run at a tenth of their size; with -race, the concurrency tests at a
+// quarter of theirs.
 package storetest
 
 import (
@@ -229,6 +230,16 @@ func scale(n int) int {
 		return max(1, n/10)
 	}
 	return n
+}
+
+// concurrencyScale is scale for the tests of what concurrent callers do, and a quarter of that under the
+// race detector: it makes a pure-Go SQLite about fifteen times slower, while a quarter of the operations
+// still has the callers race, which is what those tests check and what the detector watches.
+func concurrencyScale(n int) int {
+	if raceDetector {
+		return max(1, scale(n)/4)
+	}
+	return scale(n)
 }
 
 // utcNow is the time as a coordinator records it: UTC, truncated to microseconds.
