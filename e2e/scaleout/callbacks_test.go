@@ -16,9 +16,9 @@ import (
 // report must be accepted and every callback delivered (the parent resumed with all of them, over one or
 // more resume runs).
 //
-// This is the regression test of a race deliverCallbacks (local_runs.go) once lost: it read the parent as
-// ended, lost the guarded resume to a sibling that resumed it first, and returned that conflict from the
-// child's finishRun, so the child's report was refused and its run stayed running. It now takes the
+// This is the regression test of a race deliverCallbacks (coordinator/callbacks.go) once lost: it read the
+// parent as ended, lost the guarded resume to a sibling that resumed it first, and returned that conflict
+// from the child's finishRun, so the child's report was refused and its run stayed running. It now takes the
 // parent's row first and treats a lost resume as "parent busy".
 func TestCallbackFanOut(t *testing.T) {
 	dsn := postgresSchema(t)
