@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
 // Blueprint is an agent's definition: what it is called, what it accepts and produces, and how it runs.
@@ -138,7 +140,7 @@ func (b *Blueprint) Validate() error {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: %v", b.Name, err)
 	}
 	for _, tag := range b.Tags {
-		if err := validateTag(tag); err != nil {
+		if err := tags.Validate(tag); err != nil {
 			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: %v", b.Name, err)
 		}
 	}
@@ -159,13 +161,6 @@ func (b *Blueprint) Validate() error {
 		if _, err := CompileSchema(b.OutputSchema); err != nil {
 			return Errorf(ErrInvalid, "invalid_schema", "blueprint %q: output_schema: %v", b.Name, err)
 		}
-	}
-	return nil
-}
-
-func validateTag(tag string) error {
-	if tag == "" || len(tag) > 64 || strings.ContainsAny(tag, ", \t\r\n") {
-		return fmt.Errorf("tag %q must be 1-64 characters without commas or spaces", tag)
 	}
 	return nil
 }

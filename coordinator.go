@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Coordinator is the API that clients, runners and the MCP server call. [LocalCoordinator] implements it
-// in-process over a [Store]; httpapi.Client implements it over HTTP, so a runner or a tool works the same
-// embedded or remote.
+// Coordinator is the API that clients, runners and the MCP server call. Package coordinator implements
+// it in-process over a [Store]; httpapi.Client implements it over HTTP, so a runner or a tool works the
+// same embedded or remote.
 type Coordinator interface {
 	// ListAgents lists agents; deterministic agents carry their parameters_schema inline.
 	ListAgents(ctx context.Context, p ListAgentsParams) ([]*AgentInfo, error)
@@ -60,9 +60,10 @@ type Coordinator interface {
 	ListRunners(ctx context.Context) ([]*RunnerInfo, error)
 }
 
-// BatchReporter is a Coordinator that records several run reports at once. A [Runner] whose coordinator
+// BatchReporter is a Coordinator that records several run reports at once. A runner whose coordinator
 // implements it sends the final reports that become ready together as one call (one HTTP request, one
-// store transaction) instead of one call each; [LocalCoordinator] and the HTTP client implement it.
+// store transaction) instead of one call each; the in-process coordinator and the HTTP client implement
+// it.
 type BatchReporter interface {
 	// ReportRuns records each report as ReportRun would and returns one error per report, in order: nil
 	// where the report was applied or repeated one already applied. One report's refusal does not affect
@@ -176,4 +177,17 @@ type RunReport struct {
 	Result *Result   `json:"result,omitempty"`
 	// Error says why the run failed or stopped.
 	Error string `json:"error,omitempty"`
+}
+
+// Notifier carries wake-ups between coordinator replicas sharing a store (on PostgreSQL: LISTEN/NOTIFY).
+// Keys are opaque strings; a wake-up is only a hint to re-read the store, so a lost one delays a waiter
+// until its next timeout but never loses data.
+type Notifier interface {
+	// Notify publishes key to every replica (this one included, or not: both are fine). It must not block;
+	// implementations queue and batch.
+	Notify(key string)
+	// Listen delivers keys published by any replica until ctx ends. It may deliver the empty key when
+	// wake-ups may have been missed (it has just started listening): the coordinator then wakes every
+	// waiter. On an error the coordinator calls Listen again after a second.
+	Listen(ctx context.Context, deliver func(key string)) error
 }

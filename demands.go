@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
 // Demands are what a run requires of the runner that executes it (ADR-011 of the seeds). Every field that
@@ -33,7 +35,7 @@ func (d Demands) IsZero() bool {
 // Validate checks the demanded values are well-formed.
 func (d Demands) Validate() error {
 	for _, tag := range d.Tags {
-		if err := validateTag(tag); err != nil {
+		if err := tags.Validate(tag); err != nil {
 			return err
 		}
 	}

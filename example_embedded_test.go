@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -23,7 +25,7 @@ func Example_embedded() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store})
+	coord, err := coordinator.New(coordinator.Config{Store: store})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func Example_embedded() {
 			}
 		}`),
 	}
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: coord,
 		Executor:    deterministic.New(deterministic.Config{}),
 		Blueprints:  []*orchestrator.Blueprint{greet},
@@ -57,9 +59,9 @@ func Example_embedded() {
 	}
 	runCtx, stopRunner := context.WithCancel(ctx)
 	done := make(chan error)
-	go func() { done <- runner.Run(runCtx) }()
+	go func() { done <- worker.Run(runCtx) }()
 	defer func() { stopRunner(); <-done }()
-	<-runner.Registered()
+	<-worker.Registered()
 
 	res, err := coord.StartRun(ctx, orchestrator.StartRunParams{
 		AgentName:  "greet",

@@ -7,18 +7,11 @@ import (
 	"log"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
-
-type AddParams struct {
-	A int `json:"a" jsonschema:"the first addend"`
-	B int `json:"b" jsonschema:"the second addend"`
-}
-
-type Sum struct {
-	Sum int `json:"sum"`
-}
 
 // A Go function becomes an agent: its parameters_schema is derived from the parameter type, and callers
 // invoke it like any other agent and get typed result_data back.
@@ -29,7 +22,7 @@ func Example_goFunction() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store})
+	coord, err := coordinator.New(coordinator.Config{Store: store})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +31,7 @@ func Example_goFunction() {
 		return Sum{Sum: p.A + p.B}, nil
 	})
 	funcs := gofunc.New(add)
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: coord,
 		Executor:    funcs,
 		Blueprints:  funcs.Blueprints(),
@@ -48,9 +41,9 @@ func Example_goFunction() {
 	}
 	runCtx, stopRunner := context.WithCancel(ctx)
 	done := make(chan error)
-	go func() { done <- runner.Run(runCtx) }()
+	go func() { done <- worker.Run(runCtx) }()
 	defer func() { stopRunner(); <-done }()
-	<-runner.Registered()
+	<-worker.Registered()
 
 	info, err := coord.GetAgent(ctx, "add")
 	if err != nil {

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
-
-	"github.com/oklog/ulid/v2"
 )
 
 // AgentType says how an agent is executed.
@@ -115,17 +112,6 @@ func (s RunStatus) CanTransition(next RunStatus) bool {
 	return false
 }
 
-// RunStatusesBefore returns the statuses from which a run may move to next: the guard of a store update.
-func RunStatusesBefore(next RunStatus) []RunStatus {
-	var from []RunStatus
-	for _, s := range []RunStatus{RunPending, RunClaimed, RunRunning} {
-		if s.CanTransition(next) {
-			from = append(from, s)
-		}
-	}
-	return from
-}
-
 // SessionStatus is the state of a session.
 //
 //	pending → running → completed | failed | stopped
@@ -164,17 +150,6 @@ func (s SessionStatus) CanTransition(next SessionStatus) bool {
 	return false
 }
 
-// SessionStatusesBefore returns the statuses from which a session may move to next.
-func SessionStatusesBefore(next SessionStatus) []SessionStatus {
-	var from []SessionStatus
-	for _, s := range []SessionStatus{SessionPending, SessionRunning, SessionCompleted, SessionFailed, SessionStopped} {
-		if s.CanTransition(next) {
-			from = append(from, s)
-		}
-	}
-	return from
-}
-
 // RunnerStatus is a runner's liveness as the coordinator sees it.
 type RunnerStatus string
 
@@ -187,21 +162,13 @@ const (
 	RunnerOffline RunnerStatus = "offline"
 )
 
-// ID prefixes, as the seeds spell them.
+// ID prefixes, and the prefix of runner secrets.
 const (
 	SessionIDPrefix = "ses_"
 	RunIDPrefix     = "run_"
 	RunnerIDPrefix  = "lnch_"
 	CallbackPrefix  = "cb_"
+	// RunnerSecretPrefix starts every runner secret ([Registration].RunnerSecret), so that a secret that
+	// leaks into a log or a repository can be recognised (and found by secret scanners).
+	RunnerSecretPrefix = "aors_"
 )
-
-// NewID returns prefix followed by a lowercase ULID: unique, and sortable by creation time.
-func NewID(prefix string) string {
-	return prefix + strings.ToLower(ulid.Make().String())
-}
-
-// Now is the time source for records: UTC, truncated to microseconds so a time round-trips through every
-// store backend unchanged.
-func Now() time.Time {
-	return time.Now().UTC().Truncate(time.Microsecond)
-}

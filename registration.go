@@ -31,7 +31,7 @@ type RunnerRegistration struct {
 	Blueprints []*Blueprint `json:"blueprints,omitempty"`
 	// RunnerSecret is the secret an earlier registration of this runner returned, when it holds one. A
 	// runner registering again (after a 404 from a heartbeat or a poll, say) presents it: registering under
-	// the id of a runner that is online is refused without it (see [LocalCoordinator.RegisterRunner]).
+	// the id of a runner that is online is refused without it (see coordinator.Coordinator.RegisterRunner).
 	RunnerSecret string `json:"runner_secret,omitempty"`
 }
 
@@ -69,7 +69,7 @@ type Registration struct {
 	PollTimeoutSeconds       float64               `json:"poll_timeout_seconds"`
 	// MaxResultBytes is the largest result the coordinator accepts in a run's report, measured as the
 	// result's JSON encoding ([Limits].MaxResultBytes). The runner cuts a larger result to fit before it
-	// reports it ([RunnerConfig].MaxResultBytes). Zero: not announced (an older coordinator).
+	// reports it (runner.Config.MaxResultBytes). Zero: not announced (an older coordinator).
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
 	// RunnerSecret is this runner's own credential: RunnerSecretPrefix and 32 random bytes, base64url. The
 	// coordinator keeps only its SHA-256 hash. Over HTTP every later call of the runner carries it (see

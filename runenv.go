@@ -153,9 +153,10 @@ func (b *Blueprint) CheckRunEnv(env map[string]string) error {
 	return Errorf(ErrInvalid, "env_not_allowed", "metadata.env: %s", strings.Join(problems, "; ")).With("variables", refused)
 }
 
-// metadataEnv reads metadata.env: nil when metadata is empty or has no env, an error when metadata is not a
-// JSON object or env is not an object of strings.
-func metadataEnv(metadata json.RawMessage) (map[string]string, error) {
+// MetadataEnv returns the environment variables a run's metadata sets (metadata.env), which
+// [Blueprint.CheckRunEnv] checks: nil when metadata is empty or has no env, an [ErrInvalid] error when
+// metadata is not a JSON object or env is not an object of strings.
+func MetadataEnv(metadata json.RawMessage) (map[string]string, error) {
 	m := bytes.TrimSpace(metadata)
 	if len(m) == 0 || bytes.Equal(m, []byte("null")) {
 		return nil, nil

@@ -183,13 +183,13 @@ type schemaCacheEntry struct {
 	err    error
 }
 
-// DefaultSchemaCacheSize is the size of a SchemaCache made with a size of zero or less.
-const DefaultSchemaCacheSize = 1024
+// defaultSchemaCacheSize is the size of a SchemaCache made with a size of zero or less.
+const defaultSchemaCacheSize = 1024
 
-// NewSchemaCache returns a cache of up to size compiled schemas ([DefaultSchemaCacheSize] if size <= 0).
+// NewSchemaCache returns a cache of up to size compiled schemas (1024 if size <= 0).
 func NewSchemaCache(size int) *SchemaCache {
 	if size <= 0 {
-		size = DefaultSchemaCacheSize
+		size = defaultSchemaCacheSize
 	}
 	return &SchemaCache{size: size, entries: make(map[string]*schemaCacheEntry)}
 }
@@ -234,16 +234,16 @@ func (c *SchemaCache) Compile(raw json.RawMessage) (*Schema, error) {
 	return e.schema, nil
 }
 
-// HasSchema reports whether raw declares a schema: it is neither empty nor JSON null.
-func HasSchema(raw json.RawMessage) bool {
+// hasSchema reports whether raw declares a schema: it is neither empty nor JSON null.
+func hasSchema(raw json.RawMessage) bool {
 	s := bytes.TrimSpace(raw)
 	return len(s) > 0 && string(s) != "null"
 }
 
 // CompileOutput compiles an invocation's output schema for an executor: nil when the invocation declares
-// none ([HasSchema]), an ErrInvalid "invalid_schema" error when it does not compile.
+// none (empty or JSON null), an ErrInvalid "invalid_schema" error when it does not compile.
 func (c *SchemaCache) CompileOutput(raw json.RawMessage) (*Schema, error) {
-	if !HasSchema(raw) {
+	if !hasSchema(raw) {
 		return nil, nil
 	}
 	s, err := c.Compile(raw)

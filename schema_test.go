@@ -774,8 +774,8 @@ func TestSchemaCache(t *testing.T) {
 	if _, e2 := c.Compile(bad); !errors.As(e2, &ce) || ce.Details != nil {
 		t.Errorf("a decorated cached error leaked into the next call: %v", e2)
 	}
-	if NewSchemaCache(0).size != DefaultSchemaCacheSize {
-		t.Errorf("NewSchemaCache(0) size = %d, want %d", NewSchemaCache(0).size, DefaultSchemaCacheSize)
+	if NewSchemaCache(0).size != defaultSchemaCacheSize {
+		t.Errorf("NewSchemaCache(0) size = %d, want %d", NewSchemaCache(0).size, defaultSchemaCacheSize)
 	}
 }
 
@@ -891,8 +891,8 @@ func TestCompileOutput(t *testing.T) {
 	t.Parallel()
 	c := NewSchemaCache(0)
 	for _, none := range []string{"", "  ", "null", " null\n"} {
-		if HasSchema(json.RawMessage(none)) {
-			t.Errorf("HasSchema(%q) = true", none)
+		if hasSchema(json.RawMessage(none)) {
+			t.Errorf("hasSchema(%q) = true", none)
 		}
 		if s, err := c.CompileOutput(json.RawMessage(none)); s != nil || err != nil {
 			t.Errorf("CompileOutput(%q) = %v, %v; want no schema", none, s, err)

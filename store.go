@@ -176,32 +176,6 @@ func (s *Session) Brief() *SessionBrief {
 	}
 }
 
-// updateRunBrief is tx.UpdateRun returning the run's brief, through the store's [BriefUpdater] when it
-// has one.
-func updateRunBrief(ctx context.Context, tx Store, id string, from []RunStatus, runnerID string, u RunUpdate) (*RunBrief, error) {
-	if b, ok := tx.(BriefUpdater); ok {
-		return b.UpdateRunBrief(ctx, id, from, runnerID, u)
-	}
-	r, err := tx.UpdateRun(ctx, id, from, runnerID, u)
-	if err != nil {
-		return nil, err
-	}
-	return r.Brief(), nil
-}
-
-// updateSessionBrief is tx.UpdateSession returning the session's brief, through the store's
-// [BriefUpdater] when it has one.
-func updateSessionBrief(ctx context.Context, tx Store, id string, from []SessionStatus, u SessionUpdate) (*SessionBrief, error) {
-	if b, ok := tx.(BriefUpdater); ok {
-		return b.UpdateSessionBrief(ctx, id, from, u)
-	}
-	s, err := tx.UpdateSession(ctx, id, from, u)
-	if err != nil {
-		return nil, err
-	}
-	return s.Brief(), nil
-}
-
 // RunnerFilter selects runners. Zero fields select everything.
 type RunnerFilter struct {
 	Statuses []RunnerStatus
@@ -300,11 +274,8 @@ type RunUpdate struct {
 	EndedAt         *time.Time
 }
 
-// Ptr returns a pointer to v: a convenience for building updates.
-func Ptr[T any](v T) *T { return &v }
-
 // WriteChecker is an optional capability of a [Store], and of a [Coordinator] whose store has it
-// (LocalCoordinator): CheckWrite makes a small real write and reports whether it failed — a full disk, a
+// (coordinator.Coordinator): CheckWrite makes a small real write and reports whether it failed — a full disk, a
 // read-only database, a lost connection. The HTTP API's readiness check (GET /ready) answers 503 while
 // it fails, so a load balancer stops sending work to a coordinator that cannot record it. Implementations
 // may reuse a result for about a second, so that frequent checks cost the store little.

@@ -13,19 +13,21 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
 // system is a coordinator serving HTTP on loopback over a SQLite file, as examples/coordinator runs it.
 type system struct {
-	coord *orchestrator.LocalCoordinator
+	coord *coordinator.Coordinator
 	url   string
 }
 
-func startCoordinator(tb testing.TB, cfg orchestrator.CoordinatorConfig) *system {
+func startCoordinator(tb testing.TB, cfg coordinator.Config) *system {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sqlstore.New(ctx, filepath.Join(tb.TempDir(), "bench.db"), nil)
@@ -33,7 +35,7 @@ func startCoordinator(tb testing.TB, cfg orchestrator.CoordinatorConfig) *system
 		tb.Fatal(err)
 	}
 	cfg.Store = st
-	coord, err := orchestrator.NewCoordinator(cfg)
+	coord, err := coordinator.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func startRunner(tb testing.TB, url string, maxConc int, blueprints ...*orchestr
 	ctx, cancel := context.WithCancel(context.Background())
 	c := client(tb, url)
 	gw := gateway.New(c, gateway.Config{})
-	r, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	r, err := runner.New(runner.Config{
 		Coordinator: c, Executor: deterministic.New(deterministic.Config{StopGrace: time.Second}), Gateway: gw,
 		Blueprints: blueprints, MaxConcurrent: maxConc, Hostname: "bench", ProjectDir: tb.TempDir(),
 	})

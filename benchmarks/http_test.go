@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // BenchmarkBinTrue runs /bin/true as a deterministic agent end to end over HTTP — clients POST /runs
@@ -23,7 +24,7 @@ import (
 func BenchmarkBinTrue(b *testing.B) {
 	concurrency := envInt("BENCH_CONCURRENCY", 32)
 	b.Run("orchestrator", func(b *testing.B) {
-		sys := startCoordinator(b, orchestrator.CoordinatorConfig{})
+		sys := startCoordinator(b, coordinator.Config{})
 		startRunner(b, sys.url, concurrency, blueprint("true", "/bin/true"))
 		ctx := context.Background()
 		producers := envInt("BENCH_PRODUCERS", 16)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // BenchmarkIdleDispatch measures, on an idle system, how long a run takes from its creation to its
@@ -36,7 +37,7 @@ func BenchmarkIdleDispatch(b *testing.B) {
 	}
 	for _, p := range programs {
 		b.Run(p.name, func(b *testing.B) {
-			sys := startCoordinator(b, orchestrator.CoordinatorConfig{})
+			sys := startCoordinator(b, coordinator.Config{})
 			startRunner(b, sys.url, 4, blueprint("clock", p.command))
 			c := client(b, sys.url)
 			ctx := context.Background()
@@ -111,7 +112,7 @@ func buildClock(dir string) (string, error) {
 // the run's process is gone: the agent is `sleep 300` behind a shell that first writes its pid to stderr
 // (the stderr event tells the benchmark which process to watch). p50 and p99 in ms.
 func BenchmarkStopLatency(b *testing.B) {
-	sys := startCoordinator(b, orchestrator.CoordinatorConfig{})
+	sys := startCoordinator(b, coordinator.Config{})
 	startRunner(b, sys.url, 4, blueprint("sleeper", `sh -c 'echo $$ >&2; exec sleep 300'`))
 	c := client(b, sys.url)
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
@@ -77,7 +78,7 @@ func waitRegistered(tb testing.TB, c orchestrator.Coordinator, n int) {
 // BenchmarkIdleRunnerRSS measures the resident memory of the examples/runner binary, registered with a
 // coordinator and idle (parked in its long-poll) for two seconds, as the kernel reports it (VmRSS).
 func BenchmarkIdleRunnerRSS(b *testing.B) {
-	sys := startCoordinator(b, orchestrator.CoordinatorConfig{})
+	sys := startCoordinator(b, coordinator.Config{})
 	bin := build(b, b.TempDir(), "./examples/runner")
 	dir := b.TempDir()
 	writeBlueprint(b, dir, blueprint("true", "/bin/true"))
@@ -113,7 +114,7 @@ func vmRSS(tb testing.TB, pid int) float64 {
 // (-offline-after 1s, heartbeat every 200ms). Reported: p50/p99 of kill → failed, in ms.
 func BenchmarkFailureDetection(b *testing.B) {
 	const offline = time.Second
-	sys := startCoordinator(b, orchestrator.CoordinatorConfig{HeartbeatInterval: 200 * time.Millisecond,
+	sys := startCoordinator(b, coordinator.Config{HeartbeatInterval: 200 * time.Millisecond,
 		StaleAfter: 600 * time.Millisecond, OfflineAfter: offline, SweepInterval: 100 * time.Millisecond})
 	bin := build(b, b.TempDir(), "./examples/runner")
 	c := client(b, sys.url)

@@ -21,7 +21,7 @@
 //	                   success and an error
 //	harness_test.go    processes, ports, the API helpers; procfs_test.go finds what a test left behind
 //	internal/testagent   the deterministic agent the tests run (its flags are the blueprint's parameters)
-//	internal/echorunner  an AI-agent runner (orchestrator.Runner on httpapi.Client) that records prompts
+//	internal/echorunner  an AI-agent runner (runner.Runner on httpapi.Client) that records prompts
 //	internal/fakeclaude  a stand-in for the Claude Code CLI: stream-json out, MCP calls, records its runs
 //
 // Every process runs in its own process group with a per-test marker in its environment; a test's cleanup

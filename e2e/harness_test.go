@@ -280,16 +280,9 @@ func (c *cluster) startCoordinator(o coordOpts) *coordinator {
 		if co.port == 0 {
 			return
 		}
-		var err error
-		for range 50 {
-			var l net.Listener
-			if l, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(co.port)); err == nil {
-				l.Close()
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := waitPortFree(co.port, time.Second); err != nil {
+			t.Errorf("the coordinator's port %d is still taken after the test: %v", co.port, err)
 		}
-		t.Errorf("the coordinator's port %d is still taken after the test: %v", co.port, err)
 	})
 	for attempt := 1; ; attempt++ {
 		co.port = freePort(c.t)
@@ -356,18 +349,35 @@ func (co *coordinator) kill(t *testing.T) {
 	}
 }
 
-// restart starts the coordinator again on the same port and database.
+// restart starts the coordinator again on the same port and database, once the port is free.
 func (co *coordinator) restart(t *testing.T) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
+		if err := waitPortFree(co.port, 10*time.Second); err != nil {
+			t.Fatalf("coordinator restart: port %d: %v", co.port, err)
+		}
 		err := co.launch()
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, errAddrInUse) || attempt == 20 {
+		if !errors.Is(err, errAddrInUse) || attempt == 20 { // another process took the port meanwhile
 			t.Fatalf("coordinator restart: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitPortFree waits until port can be listened on, or returns why not once timeout has passed.
+func waitPortFree(port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -129,6 +129,10 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	expect(anon, http.StatusOK, "GET", "/ready", nil)
 	expect(anon, http.StatusBadRequest, "GET", "/ready?x=%00", nil)
 
+	// The dashboard (the example coordinator serves it unless -ui=false).
+	expect(anon, http.StatusOK, "GET", "/ui/", nil)
+	expect(anon, http.StatusBadRequest, "GET", "/ui/?x=%00", nil)
+
 	// Agents.
 	expect(client, http.StatusOK, "GET", "/agents", nil)
 	expect(client, http.StatusOK, "GET", "/agents?tags=e2e&type=deterministic", nil)

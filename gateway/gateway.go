@@ -24,9 +24,10 @@
 //
 // The gateway forwards through the Coordinator it was given, which holds the runner's credentials (an
 // httpapi.Client that registered the runner and so acts with its own credential, or an in-process
-// LocalCoordinator); those never reach the executor. Over HTTP the coordinator scopes what it forwards a
-// second time, to the sessions of the runs that runner holds or held and their descendants. The environment [Gateway.Open] returns (AGENT_ORCHESTRATOR_API_URL and
-// AGENT_ORCHESTRATOR_TOKEN) is added to every process the executor starts.
+// coordinator.Coordinator); those never reach the executor. Over HTTP the coordinator scopes what it
+// forwards a second time, to the sessions of the runs that runner holds or held and their descendants.
+// The environment [Gateway.Open] returns (AGENT_ORCHESTRATOR_API_URL and AGENT_ORCHESTRATOR_TOKEN) is
+// added to every process the executor starts.
 package gateway
 
 import (
@@ -62,8 +63,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Gateway is a runner's loopback gateway; it implements [orchestrator.Gateway]. Start it with
-// [Gateway.Start] (or let the first [Gateway.Open] start it) and stop it with [Gateway.Close].
+// Gateway is a runner's loopback gateway; it implements
+// [github.com/agentorchestrator/orchestrator/runner.Gateway]. Start it with [Gateway.Start] (or let the
+// first [Gateway.Open] start it) and stop it with [Gateway.Close].
 type Gateway struct {
 	coord   orchestrator.Coordinator
 	cfg     Config
@@ -77,8 +79,6 @@ type Gateway struct {
 	closed bool
 	stop   func() bool // unregisters the Start context's AfterFunc
 }
-
-var _ orchestrator.Gateway = (*Gateway)(nil)
 
 // New returns a gateway that forwards to coord. It does not listen until [Gateway.Start] or the first
 // [Gateway.Open].
@@ -169,7 +169,7 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
-// Open implements [orchestrator.Gateway]: it mints a token for the run (32 random bytes, hex) scoped to
+// Open implements runner.Gateway: it mints a token for the run (32 random bytes, hex) scoped to
 // the run's session and its children, and returns the environment that gives the run's processes the
 // gateway. closeFn revokes the token. If the gateway cannot start, the error is logged and the run gets no
 // gateway (an empty environment).

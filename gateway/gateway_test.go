@@ -15,24 +15,28 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
+var _ runner.Gateway = (*gateway.Gateway)(nil)
+
 const runnerTok = "runner-token-0123456789abcdef"
 
-func newCoordinator(t *testing.T) *orchestrator.LocalCoordinator {
+func newCoordinator(t *testing.T) *coordinator.Coordinator {
 	t.Helper()
 	store, err := sqlstore.New(context.Background(), filepath.Join(t.TempDir(), "orchestrator.db"), nil)
 	if err != nil {
 		t.Fatalf("sqlstore.New: %v", err)
 	}
 	t.Cleanup(func() { store.Close() })
-	c, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store})
+	c, err := coordinator.New(coordinator.Config{Store: store})
 	if err != nil {
-		t.Fatalf("NewCoordinator: %v", err)
+		t.Fatalf("coordinator.New: %v", err)
 	}
 	return c
 }
@@ -275,8 +279,8 @@ func TestGatewayRoutes(t *testing.T) {
 }
 
 // TestGatewayOverRemoteCoordinator: executor → gateway → httpapi.Client (the runner's own credential) →
-// coordinator API with roles → LocalCoordinator. Everything the gateway forwards is allowed to a runner,
-// within its scope on the coordinator too, and the executor never holds the runner's credentials.
+// coordinator API with roles → coordinator.Coordinator. Everything the gateway forwards is allowed to a
+// runner, within its scope on the coordinator too, and the executor never holds the runner's credentials.
 func TestGatewayOverRemoteCoordinator(t *testing.T) {
 	t.Parallel()
 	coord := newCoordinator(t)
@@ -410,7 +414,7 @@ func TestRunnerWithGateway(t *testing.T) {
 	gw := gateway.New(runnerClient, gateway.Config{})
 	t.Cleanup(func() { gw.Close() })
 	ex := gofunc.New(upper, parent)
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: runnerClient, Executor: ex, Blueprints: ex.Blueprints(), Gateway: gw,
 		Hostname: "test-host", ProjectDir: t.TempDir(), MaxConcurrent: 2,
 	})
@@ -419,7 +423,7 @@ func TestRunnerWithGateway(t *testing.T) {
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- runner.Run(rctx) }()
+	go func() { done <- worker.Run(rctx) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
@@ -427,7 +431,7 @@ func TestRunnerWithGateway(t *testing.T) {
 		}
 	})
 	select {
-	case <-runner.Registered():
+	case <-worker.Registered():
 	case <-ctx.Done():
 		t.Fatal("runner did not register")
 	}

@@ -49,9 +49,9 @@ func (s *server) getAgent(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// AgentSchema is the body of GET /agents/{name}/schema: both schemas, the implicit prompt schema standing
+// agentSchemaBody is the body of GET /agents/{name}/schema: both schemas, the implicit prompt schema standing
 // in for an AI agent that declares none. A schema that does not exist is null.
-type AgentSchema struct {
+type agentSchemaBody struct {
 	Name             string                 `json:"name"`
 	Type             orchestrator.AgentType `json:"type"`
 	ParametersSchema json.RawMessage        `json:"parameters_schema"`
@@ -71,8 +71,8 @@ func (s *server) getAgentSchema(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func agentSchema(a *orchestrator.AgentInfo) AgentSchema {
-	out := AgentSchema{Name: a.Name, Type: a.Type}
+func agentSchema(a *orchestrator.AgentInfo) agentSchemaBody {
+	out := agentSchemaBody{Name: a.Name, Type: a.Type}
 	out.ParametersSchema, out.OutputSchema = a.Schemas()
 	return out
 }
@@ -154,7 +154,7 @@ func (s *server) patchAgent(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSONNumbers(curJSON, &target); err != nil {
 		return err
 	}
-	merged, err := json.Marshal(MergePatch(target, patch))
+	merged, err := json.Marshal(mergePatch(target, patch))
 	if err != nil {
 		return badBody("merge patch: %v", err)
 	}
@@ -187,9 +187,9 @@ func decodeJSONNumbers(data []byte, v *any) error {
 	return nil
 }
 
-// MergePatch applies an RFC 7386 JSON merge patch to target (both as decoded by encoding/json) and returns
+// mergePatch applies an RFC 7386 JSON merge patch to target (both as decoded by encoding/json) and returns
 // the result. target may be modified.
-func MergePatch(target, patch any) any {
+func mergePatch(target, patch any) any {
 	pm, ok := patch.(map[string]any)
 	if !ok {
 		return patch
@@ -203,7 +203,7 @@ func MergePatch(target, patch any) any {
 			delete(tm, k)
 			continue
 		}
-		tm[k] = MergePatch(tm[k], v)
+		tm[k] = mergePatch(tm[k], v)
 	}
 	return tm
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
@@ -35,7 +34,7 @@ const (
 
 // RunnerVerifier checks a runner's own credential: nil when secret is the one the runner's latest
 // registration returned, an error wrapping [orchestrator.ErrUnauthorized] when it is not. When the
-// Coordinator given to [NewHandler] implements it (orchestrator.LocalCoordinator does) and tokens are
+// Coordinator given to [NewHandler] implements it (coordinator.Coordinator does) and tokens are
 // configured, runners authenticate with [RunnerCredential]; without it only the configured tokens are
 // accepted.
 type RunnerVerifier interface {
@@ -63,7 +62,8 @@ func parseRunnerCredential(tok string) (runnerID, secret string, ok bool) {
 	return runnerID, secret, true
 }
 
-// Environment variables [TokensFromEnv] reads. Each holds one token or a comma-separated list.
+// Environment variables the binaries read their tokens from (see [ParseTokens]). Each holds one token or
+// a comma-separated list.
 const (
 	EnvAdminToken  = "ORCHESTRATOR_ADMIN_TOKEN"
 	EnvClientToken = "ORCHESTRATOR_CLIENT_TOKEN"
@@ -99,13 +99,6 @@ func ParseTokens(admin, client, runner string) (map[string]Role, error) {
 		}
 	}
 	return out, nil
-}
-
-// TokensFromEnv builds the token map from ORCHESTRATOR_ADMIN_TOKEN, ORCHESTRATOR_CLIENT_TOKEN and
-// ORCHESTRATOR_RUNNER_TOKEN. An empty map means no tokens are configured (the API is open; see
-// [CheckListenAddr]).
-func TokensFromEnv() (map[string]Role, error) {
-	return ParseTokens(os.Getenv(EnvAdminToken), os.Getenv(EnvClientToken), os.Getenv(EnvRunnerToken))
 }
 
 // CheckListenAddr refuses to serve an open API (no tokens configured) on an address other machines can

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // concretePath fills a route pattern's wildcards.
@@ -21,7 +22,7 @@ func concretePath(pattern string) string {
 // allowed — so no request without the right role reaches a handler.
 func TestRolesEveryRoute(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	_, reg := env.runnerClient(t, registration("roles-host"))
 	cred := credential(reg)
 	callers := []struct {
@@ -227,7 +228,7 @@ func TestDocRoleTable(t *testing.T) {
 // TestOpenHandler: without tokens every route is open.
 func TestOpenHandler(t *testing.T) {
 	t.Parallel()
-	coord := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	coord := newCoordinator(t, coordinator.Config{})
 	h := NewHandler(coord, Config{})
 	rec := serve(h, "GET", "/runners", "", nil)
 	if rec.Code != 200 {
@@ -301,13 +302,14 @@ func TestParseTokens(t *testing.T) {
 	}
 }
 
-func TestTokensFromEnv(t *testing.T) {
+// The token variables of the environment, as the binaries read them, hold one token or a list.
+func TestParseTokensFromTheEnvironment(t *testing.T) {
 	t.Setenv(EnvAdminToken, "adm")
 	t.Setenv(EnvClientToken, "c1,c2")
 	t.Setenv(EnvRunnerToken, "")
-	got, err := TokensFromEnv()
+	got, err := ParseTokens(os.Getenv(EnvAdminToken), os.Getenv(EnvClientToken), os.Getenv(EnvRunnerToken))
 	if err != nil || len(got) != 3 || got["adm"] != RoleAdmin || got["c2"] != RoleClient {
-		t.Fatalf("TokensFromEnv = %v, %v", got, err)
+		t.Fatalf("ParseTokens of the environment = %v, %v", got, err)
 	}
 }
 
@@ -340,7 +342,7 @@ func TestCheckListenAddr(t *testing.T) {
 // BenchmarkAuthenticate is what authenticating one request costs: with a configured token, and with a
 // runner's own credential (its hash in the coordinator's cache, as on every request but the first).
 func BenchmarkAuthenticate(b *testing.B) {
-	env := newEnv(b, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(b, Config{}, coordinator.Config{})
 	_, reg := env.runnerClient(b, registration("bench-host"))
 	ta := NewTokenAuth(testTokens)
 	ta.runners = env.coord

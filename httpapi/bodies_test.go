@@ -9,6 +9,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // bodyRoutes are the routes that read a body; the others (the stops) ignore theirs.
@@ -31,7 +32,7 @@ var bodyRoutes = map[string]bool{
 func TestBadBodiesEveryRoute(t *testing.T) {
 	t.Parallel()
 	const limit = 4 << 10
-	env := newEnv(t, Config{MaxBodyBytes: limit, MaxReportBytes: limit}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxBodyBytes: limit, MaxReportBytes: limit}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("some-agent")))
 
@@ -94,7 +95,7 @@ func TestBadBodiesEveryRoute(t *testing.T) {
 // TestBadQueries: malformed query parameters are 400 and name the parameter.
 func TestBadQueries(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{MaxWait: DefaultMaxWait}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxWait: DefaultMaxWait}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
@@ -159,7 +160,7 @@ func TestBadQueries(t *testing.T) {
 // TestUnknownRouteAndMethod: 404 and 405 are JSON too; 405 carries Allow.
 func TestUnknownRouteAndMethod(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	rec := serve(env.handler, "GET", "/nope", adminTok, nil)
 	if m := errorBody(t, rec, http.StatusNotFound); m["error"] != "route_not_found" {
 		t.Fatalf("unknown route: %s", rec.Body)
@@ -184,7 +185,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 // TestAppendEventShapes: one event, an array, or {"events": [...]}.
 func TestAppendEventShapes(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
@@ -200,7 +201,7 @@ func TestAppendEventShapes(t *testing.T) {
 		{`{"event_type":"progress","events":3}`, 1},
 	} {
 		rec := serve(env.handler, "POST", path, clientTok, []byte(tc.body))
-		var out AppendedEvents
+		var out appendedEvents
 		if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Events) != tc.n {
 			t.Fatalf("POST %s: %d %s, want 201 with %d events", tc.body, rec.Code, rec.Body, tc.n)
 		}
@@ -260,8 +261,8 @@ func TestDecodeJSON(t *testing.T) {
 		{strings.Repeat("[", 20000) + strings.Repeat("]", 20000), "invalid JSON"},
 	} {
 		err := decodeJSON([]byte(tc.in), &p, false)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || StatusCode(err) != 400 {
-			t.Errorf("decodeJSON(%.40q) = %v (status %d), want a 400 containing %q", tc.in, err, StatusCode(err), tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || statusCode(err) != 400 {
+			t.Errorf("decodeJSON(%.40q) = %v (status %d), want a 400 containing %q", tc.in, err, statusCode(err), tc.want)
 		}
 	}
 	var b orchestrator.Blueprint

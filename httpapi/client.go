@@ -55,9 +55,9 @@ type ClientConfig struct {
 }
 
 // Client is an [orchestrator.Coordinator] on a remote coordinator's HTTP API: a runner or a tool works the
-// same with a Client as with an in-process LocalCoordinator. Errors come back as the coordinator made them
-// — errors.Is(err, orchestrator.ErrNotFound), errors.As(err, **orchestrator.ValidationError) — and a
-// coordinator fault is an error of kind [ErrServer].
+// same with a Client as with an in-process coordinator.Coordinator. Errors come back as the coordinator
+// made them — errors.Is(err, orchestrator.ErrNotFound), errors.As(err, **orchestrator.ValidationError) —
+// and a coordinator fault is an error of kind [ErrServer].
 //
 // A Client pointed at a runner's gateway (AGENT_ORCHESTRATOR_API_URL, with AGENT_ORCHESTRATOR_TOKEN) gives
 // an executor's process the subset of calls the gateway allows, with the same code.
@@ -88,7 +88,7 @@ type ClientConfig struct {
 // for its executors — carries the runner's own credential ([RunnerCredential]) instead of
 // ClientConfig.Token, which then serves only registrations (POST /runner/register: the runner token may do
 // nothing else). Registering again presents the runner's secret (RunnerRegistration.RunnerSecret, which
-// [orchestrator.Runner] fills in). A Client acts as one runner, the last one it registered: give each
+// runner.Runner fills in). A Client acts as one runner, the last one it registered: give each
 // runner a Client of its own. Against a coordinator whose registrations return no secret, the Client
 // goes on with ClientConfig.Token.
 type Client struct {
@@ -435,7 +435,7 @@ func (c *Client) DeleteAgent(ctx context.Context, name string) error {
 // with WaitSession.
 func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
 	if p.Mode == "resume" && p.Wait > 0 && (p.Type == "" || p.Type == orchestrator.RunTypeResume) {
-		// The legacy spelling of a resume that waits, as LocalCoordinator reads it.
+		// The legacy spelling of a resume that waits, as the in-process coordinator reads it.
 		p.Type, p.Mode = orchestrator.RunTypeResume, orchestrator.ModeSync
 	}
 	cl := call{method: "POST", path: "/runs", body: p, unsafe: true}
@@ -490,7 +490,7 @@ func (c *Client) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orc
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out RunList
+	var out runList
 	if _, err := c.do(ctx, call{method: "GET", path: "/runs", query: q}, &out); err != nil {
 		return nil, err
 	}
@@ -603,7 +603,7 @@ func (c *Client) ListEvents(ctx context.Context, sessionID string, after int64, 
 			cl.wait = chunk
 			q.Set("wait", formatWait(chunk))
 		}
-		var out EventPage
+		var out eventPage
 		if _, err := c.do(ctx, cl, &out); err != nil {
 			return nil, err
 		}
@@ -615,7 +615,7 @@ func (c *Client) ListEvents(ctx context.Context, sessionID string, after int64, 
 
 // AppendEvents implements [orchestrator.Coordinator].
 func (c *Client) AppendEvents(ctx context.Context, sessionID string, events []orchestrator.Event) ([]*orchestrator.Event, error) {
-	var out AppendedEvents
+	var out appendedEvents
 	cl := call{method: "POST", path: "/sessions/" + seg(sessionID) + "/events",
 		body: map[string]any{"events": events}, unsafe: true}
 	if _, err := c.do(ctx, cl, &out); err != nil {
@@ -628,7 +628,7 @@ func (c *Client) AppendEvents(ctx context.Context, sessionID string, events []or
 // acts as the registered runner (see "Runners" under [Client]). It is retried like a safe request: a
 // registration that presents the runner's secret may be repeated. A first registration (no secret yet)
 // whose answer was lost is, when repeated, refused as runner_identity_in_use until the record it created
-// goes stale; [orchestrator.Runner] waits that out.
+// goes stale; runner.Runner waits that out.
 func (c *Client) RegisterRunner(ctx context.Context, r *orchestrator.RunnerRegistration) (*orchestrator.Registration, error) {
 	var out orchestrator.Registration
 	if _, err := c.do(ctx, call{method: "POST", path: "/runner/register", body: r, register: true}, &out); err != nil {
@@ -774,7 +774,7 @@ func (c *Client) DeregisterRunner(ctx context.Context, runnerID string) error {
 
 // ListRunners implements [orchestrator.Coordinator].
 func (c *Client) ListRunners(ctx context.Context) ([]*orchestrator.RunnerInfo, error) {
-	var out RunnerList
+	var out runnerList
 	if _, err := c.do(ctx, call{method: "GET", path: "/runners"}, &out); err != nil {
 		return nil, err
 	}

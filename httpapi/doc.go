@@ -131,7 +131,7 @@
 //
 // # Authentication
 //
-// [Config.Tokens] maps bearer tokens to roles ([ParseTokens], [TokensFromEnv]); tokens are compared in
+// [Config.Tokens] maps bearer tokens to roles ([ParseTokens]); tokens are compared in
 // constant time. Runners' own credentials are checked by the Coordinator ([RunnerVerifier]). A missing or
 // unknown token is 401 with WWW-Authenticate: Bearer; a role the route does not allow is 403. With no
 // tokens the API is open — runner credentials are not checked either; [CheckListenAddr] lets a binary

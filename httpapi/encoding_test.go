@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -228,7 +229,7 @@ func TestEveryRouteRefusesMalformedText(t *testing.T) {
 	for kind, newStore := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: newStore(t)})
+			coord, err := coordinator.New(coordinator.Config{Store: newStore(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +286,7 @@ func TestEveryRouteRefusesMalformedText(t *testing.T) {
 // paths and queries — is not refused.
 func TestWellFormedTextPasses(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	rec := serve(env.handler, "POST", "/runs", clientTok, []byte(`{"agent_name":"helper","prompt":"caf\u00e9 \ud83c\udf89 \ufffd \\u0000 日本"}`))
@@ -307,7 +308,7 @@ func TestWellFormedTextPasses(t *testing.T) {
 // carries them percent-encoded, as a client must send them).
 func TestMalformedTextThroughTheServer(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	for _, target := range []string{"/sessions?agent_name=%00", "/sessions/%00", "/sessions/%FF/events", "/runs?agent_name=%C3"} {
 		req, _ := http.NewRequest("GET", env.srv.URL+target, nil)
 		req.Header.Set("Authorization", "Bearer "+adminTok)

@@ -35,7 +35,7 @@ var statusKinds = []struct {
 // StatusCode returns the HTTP status for err: 400 for ErrInvalid (and validation errors), 401, 403, 404,
 // 409, 413 for the other sentinels, 502 for [ErrServer] (an upstream coordinator failed), 500 for anything
 // else.
-func StatusCode(err error) int {
+func statusCode(err error) int {
 	for _, sk := range statusKinds {
 		if errors.Is(err, sk.kind) {
 			return sk.status
@@ -88,7 +88,7 @@ func renderError(r *http.Request, log *slog.Logger, err error) (int, []byte) {
 			return http.StatusBadRequest, b
 		}
 	}
-	status := StatusCode(err)
+	status := statusCode(err)
 	code, msg := orchestrator.ErrorCode(err), err.Error()
 	var details map[string]any
 	switch status {

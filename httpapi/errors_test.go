@@ -16,6 +16,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // seedValidationBody is seed 001 §6's validation error response, verbatim.
@@ -92,7 +93,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 	if _, err := orchestrator.CompileSchema(json.RawMessage(`{"type":"strang"}`)); err == nil {
 		t.Skip("the root package's schema validation is still a stub")
 	}
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctx, registration("h", crawler())))
 	body := []byte(`{"agent_name":"web-crawler","parameters":{"url":"not-a-url","depth":"deep"}}`)
@@ -122,7 +123,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 // TestResumeDeterministicRejected: seed 002 acceptance criterion 7, with its curl body.
 func TestResumeDeterministicRejected(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctx, registration("h", crawler())))
 	rec := serve(env.handler, "POST", "/runs", clientTok, []byte(`{"agent_name":"web-crawler","parameters":{"url":"https://example.com","depth":2}}`))
@@ -145,7 +146,7 @@ func TestResumeDeterministicRejected(t *testing.T) {
 // same remote as local.
 func TestClientErrorMapping(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	client := env.client(t, clientTok)
 	type errCase struct {
@@ -193,11 +194,11 @@ func TestClientErrorMapping(t *testing.T) {
 		}
 	}
 	for _, sk := range statusKinds {
-		if got := StatusCode(orchestrator.Errorf(sk.kind, "x", "y")); got != sk.status {
-			t.Errorf("StatusCode(%v) = %d, want %d", sk.kind, got, sk.status)
+		if got := statusCode(orchestrator.Errorf(sk.kind, "x", "y")); got != sk.status {
+			t.Errorf("statusCode(%v) = %d, want %d", sk.kind, got, sk.status)
 		}
 	}
-	if StatusCode(errors.New("boom")) != 500 {
+	if statusCode(errors.New("boom")) != 500 {
 		t.Error("an unknown error must be 500")
 	}
 }

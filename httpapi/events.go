@@ -15,17 +15,17 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// EventPage is the body of GET /sessions/{id}/events. LastSeq is the cursor to continue from (the after of
+// eventPage is the body of GET /sessions/{id}/events. LastSeq is the cursor to continue from (the after of
 // the next request): the sequence number of the last event returned, or the request's after when there
 // were none.
-type EventPage struct {
+type eventPage struct {
 	Events  []*orchestrator.Event `json:"events"`
 	LastSeq int64                 `json:"last_seq"`
 }
 
-// AppendedEvents is the body of a POST /sessions/{id}/events answer: the events as stored, with their
+// appendedEvents is the body of a POST /sessions/{id}/events answer: the events as stored, with their
 // sequence numbers.
-type AppendedEvents struct {
+type appendedEvents struct {
 	Events []*orchestrator.Event `json:"events"`
 }
 
@@ -68,7 +68,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := EventPage{Events: evs, LastSeq: after}
+	page := eventPage{Events: evs, LastSeq: after}
 	if page.Events == nil {
 		page.Events = []*orchestrator.Event{}
 	}
@@ -226,9 +226,9 @@ func writeSSE(buf *bytes.Buffer, ev *orchestrator.Event) error {
 	return nil
 }
 
-// DecodeEvents reads a POST /sessions/{id}/events body: one flat event object, a JSON array of them, or
+// decodeEvents reads a POST /sessions/{id}/events body: one flat event object, a JSON array of them, or
 // {"events": [...]}.
-func DecodeEvents(data []byte) ([]orchestrator.Event, error) {
+func decodeEvents(data []byte) ([]orchestrator.Event, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil, badBody("request body is required: an event object, an array of events or {\"events\": [...]}")
@@ -271,7 +271,7 @@ func (s *server) appendEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	evs, err := DecodeEvents(data)
+	evs, err := decodeEvents(data)
 	if err != nil {
 		return err
 	}
@@ -282,6 +282,6 @@ func (s *server) appendEvents(w http.ResponseWriter, r *http.Request) error {
 	if out == nil {
 		out = []*orchestrator.Event{}
 	}
-	writeJSON(w, http.StatusCreated, AppendedEvents{out})
+	writeJSON(w, http.StatusCreated, appendedEvents{out})
 	return nil
 }

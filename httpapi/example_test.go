@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
@@ -20,7 +21,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store})
+	coord, err := coordinator.New(coordinator.Config{Store: store})
 	if err != nil {
 		log.Fatal(err)
 	}

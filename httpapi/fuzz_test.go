@@ -10,11 +10,12 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // fuzzEnv is one coordinator per fuzz target, shared by its inputs. Sync runs wait 10ms at most.
 func fuzzEnv(f *testing.F) (*testEnv, *orchestrator.StartRunResult) {
-	env := newEnv(f, Config{MaxBodyBytes: 64 << 10}, orchestrator.CoordinatorConfig{SyncWait: 10 * time.Millisecond, PollTimeout: 10 * time.Millisecond})
+	env := newEnv(f, Config{MaxBodyBytes: 64 << 10}, coordinator.Config{SyncWait: 10 * time.Millisecond, PollTimeout: 10 * time.Millisecond})
 	ctx := ctxT(f)
 	must[*orchestrator.AgentInfo](f, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	must[*orchestrator.Registration](f, "RegisterRunner")(env.coord.RegisterRunner(ctx, registration("fuzz-host", crawler())))

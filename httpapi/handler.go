@@ -17,7 +17,7 @@ import (
 // Config configures the handler returned by [NewHandler]. The zero value serves an open API (no tokens)
 // with the documented defaults.
 type Config struct {
-	// Tokens maps bearer tokens to roles (see [ParseTokens] and [TokensFromEnv]). Empty means no
+	// Tokens maps bearer tokens to roles (see [ParseTokens]). Empty means no
 	// authentication: every route is open. Whether that is acceptable is the binary's decision
 	// ([CheckListenAddr]).
 	Tokens map[string]Role

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -26,8 +27,8 @@ const (
 
 var testTokens = map[string]Role{adminTok: RoleAdmin, clientTok: RoleClient, runnerTok: RoleRunner}
 
-// newCoordinator returns a LocalCoordinator over a fresh SQLite store in the test's temp dir.
-func newCoordinator(t testing.TB, cfg orchestrator.CoordinatorConfig) *orchestrator.LocalCoordinator {
+// newCoordinator returns a coordinator.Coordinator over a fresh SQLite store in the test's temp dir.
+func newCoordinator(t testing.TB, cfg coordinator.Config) *coordinator.Coordinator {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "orchestrator.db"), nil)
@@ -36,21 +37,21 @@ func newCoordinator(t testing.TB, cfg orchestrator.CoordinatorConfig) *orchestra
 	}
 	t.Cleanup(func() { store.Close() })
 	cfg.Store = store
-	c, err := orchestrator.NewCoordinator(cfg)
+	c, err := coordinator.New(cfg)
 	if err != nil {
-		t.Fatalf("NewCoordinator: %v", err)
+		t.Fatalf("coordinator.New: %v", err)
 	}
 	return c
 }
 
 // testEnv is a coordinator served over HTTP on loopback.
 type testEnv struct {
-	coord   *orchestrator.LocalCoordinator
+	coord   *coordinator.Coordinator
 	handler http.Handler
 	srv     *httptest.Server
 }
 
-func newEnv(t testing.TB, hcfg Config, ccfg orchestrator.CoordinatorConfig) *testEnv {
+func newEnv(t testing.TB, hcfg Config, ccfg coordinator.Config) *testEnv {
 	t.Helper()
 	coord := newCoordinator(t, ccfg)
 	if hcfg.Tokens == nil && hcfg.Authenticator == nil {

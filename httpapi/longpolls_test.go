@@ -11,6 +11,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // openPolls returns how many long polls the handler counts open, in all.
@@ -67,7 +68,7 @@ func hold(t *testing.T, env *testEnv, token, path string) (stop func()) {
 
 func TestLongPollsAreLimitedPerCredential(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{MaxLongPolls: 2}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxLongPolls: 2}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
@@ -107,7 +108,7 @@ func TestLongPollsAreLimitedPerCredential(t *testing.T) {
 // TestLongPollsWithoutTokensArePerAddress: an open API counts by client address.
 func TestLongPollsWithoutTokensArePerAddress(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{Tokens: map[string]Role{}, MaxLongPolls: 1}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{Tokens: map[string]Role{}, MaxLongPolls: 1}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
@@ -137,7 +138,7 @@ func TestLongPollsWithoutTokensArePerAddress(t *testing.T) {
 // below the default.
 func TestDefaultLongPollLimitLeavesRoom(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	reg := must[*orchestrator.Registration](t, "RegisterRunner")(env.coord.RegisterRunner(ctx, registration("h")))
@@ -172,7 +173,7 @@ func (s *writeFailingStore) CheckWrite(context.Context) error {
 func TestReady(t *testing.T) {
 	t.Parallel()
 	st := &writeFailingStore{Store: openStore(t, t.TempDir()+"/o.db")}
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: st})
+	coord, err := coordinator.New(coordinator.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,8 @@ func TestMergePatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := MergePatch(target, patch); !reflect.DeepEqual(got, want) {
-			t.Errorf("MergePatch(%s, %s) = %v, want %s", tc.target, tc.patch, got, tc.want)
+		if got := mergePatch(target, patch); !reflect.DeepEqual(got, want) {
+			t.Errorf("mergePatch(%s, %s) = %v, want %s", tc.target, tc.patch, got, tc.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/internal/apidoc"
 )
 
@@ -166,7 +167,7 @@ func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func TestOpenAPIDocumentsTheEdges(t *testing.T) {
 	t.Parallel()
 	st := &writeFailingStore{Store: openStore(t, t.TempDir()+"/o.db"), fail: errors.New("disk full")}
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: st})
+	coord, err := coordinator.New(coordinator.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // claimedRuns starts n runs of a crawler blueprint of a fresh runner's own (crawler-<host>) and claims
@@ -57,7 +58,7 @@ func countRequests(h http.Handler, counts map[string]*atomic.Int64) http.Handler
 // TestReportRuns: several reports in one POST /runner/reports, each answered as its own request would be.
 func TestReportRuns(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	counts := map[string]*atomic.Int64{"POST /runner/reports": {}, "POST /runner/runs/{id}/completed": {}}
 	srv := httptest.NewServer(countRequests(env.handler, counts))
 	t.Cleanup(srv.Close)
@@ -132,7 +133,7 @@ func TestReportRuns(t *testing.T) {
 // older version), the client sends the reports one by one, then does so from the start.
 func TestReportRunsWithoutTheEndpoint(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	counts := map[string]*atomic.Int64{"POST /runner/reports": {}, "POST /runner/runs/{id}/completed": {}}
 	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/runner/reports" {
@@ -172,7 +173,7 @@ func TestReportRunsWithoutTheEndpoint(t *testing.T) {
 // TestReportRunsBody: the batch endpoint's answers to malformed requests.
 func TestReportRunsBody(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	_, reg := env.runnerClient(t, registration("h"))
 	runnerTok := credential(reg)
 	for _, tc := range []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // Every route named in resultRoutes exists: a typo there would leave a report route at MaxBodyBytes.
@@ -29,7 +30,7 @@ func TestResultRoutesExist(t *testing.T) {
 func TestReportBodyFollowsResultLimit(t *testing.T) {
 	t.Parallel()
 	const resultLimit = 1 << 20
-	env := newEnv(t, Config{MaxBodyBytes: 64 << 10}, orchestrator.CoordinatorConfig{Limits: orchestrator.Limits{MaxResultBytes: resultLimit}})
+	env := newEnv(t, Config{MaxBodyBytes: 64 << 10}, coordinator.Config{Limits: orchestrator.Limits{MaxResultBytes: resultLimit}})
 	runner := env.client(t, runnerTok)
 	ctx := ctxT(t)
 
@@ -69,7 +70,7 @@ func TestReportBodyFollowsResultLimit(t *testing.T) {
 // refused output its own executor allows.
 func TestReportDefaultsAcceptSeveralMB(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	rid, cred, runs := claimedRuns(t, env, "h1", 1)
 	runner := env.client(t, cred)
@@ -87,7 +88,7 @@ func TestReportDefaultsAcceptSeveralMB(t *testing.T) {
 // A registration announces no more than the handler's own report limit lets through.
 func TestRegistrationAnnouncesTheSmallerLimit(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{MaxReportBytes: 3 << 20}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{MaxReportBytes: 3 << 20}, coordinator.Config{})
 	reg := must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctxT(t), registration("h1")))
 	if reg.MaxResultBytes != 2<<20 {
 		t.Errorf("max_result_bytes = %d, want 2 MiB (3 MiB reports less 1 MiB for the envelope)", reg.MaxResultBytes)
@@ -98,7 +99,7 @@ func TestRegistrationAnnouncesTheSmallerLimit(t *testing.T) {
 func TestReportsBatchWithOneOversizedResult(t *testing.T) {
 	t.Parallel()
 	const resultLimit = 256 << 10
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{Limits: orchestrator.Limits{MaxResultBytes: resultLimit}})
+	env := newEnv(t, Config{}, coordinator.Config{Limits: orchestrator.Limits{MaxResultBytes: resultLimit}})
 	ctx := ctxT(t)
 	rid, cred, runs := claimedRuns(t, env, "h1", 3)
 	runner := env.client(t, cred)

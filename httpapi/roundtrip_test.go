@@ -9,12 +9,13 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
-// TestAgentsRoundTrip exercises the agent registry through Client → Handler → LocalCoordinator.
+// TestAgentsRoundTrip exercises the agent registry through Client → Handler → coordinator.Coordinator.
 func TestAgentsRoundTrip(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	admin := env.client(t, adminTok)
 	client := env.client(t, clientTok)
@@ -62,7 +63,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 
 	// The schema endpoint.
 	rec := serve(env.handler, "GET", "/agents/researcher/schema", clientTok, nil)
-	var sch AgentSchema
+	var sch agentSchemaBody
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &sch) != nil {
 		t.Fatalf("GET schema: %d %s", rec.Code, rec.Body)
 	}
@@ -110,7 +111,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 // TestRunLifecycleRoundTrip runs a session from start to result with a client and a runner, both remote.
 func TestRunLifecycleRoundTrip(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	admin := env.client(t, adminTok)
 	client := env.client(t, clientTok)
@@ -169,7 +170,7 @@ func TestRunLifecycleRoundTrip(t *testing.T) {
 		t.Fatalf("WaitSession = %+v (result %+v)", sess, sess.Result)
 	}
 	rec := serve(env.handler, "GET", "/sessions/"+res.SessionID+"/result?wait=1", clientTok, nil)
-	var sr SessionResult
+	var sr sessionResult
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &sr) != nil || sr.Status != orchestrator.SessionCompleted || sr.Result == nil || sr.Result.ExitCode == nil {
 		t.Fatalf("GET result: %d %s", rec.Code, rec.Body)
 	}
@@ -234,7 +235,7 @@ func TestRunLifecycleRoundTrip(t *testing.T) {
 // TestStopAndDelete covers stopping runs and sessions and the 409 of deleting a live session.
 func TestStopAndDelete(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	admin := env.client(t, adminTok)
 	client := env.client(t, clientTok)
@@ -268,7 +269,7 @@ func TestStopAndDelete(t *testing.T) {
 // session's parent.
 func TestSessionHeaderLinksParent(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.client(t, adminTok).CreateAgent(ctx, aiAgent("helper")))
 	client := env.client(t, clientTok)
@@ -297,7 +298,7 @@ func TestSessionHeaderLinksParent(t *testing.T) {
 // TestPollWakeUp: a runner's parked GET /runner/runs returns the moment a run it can take is created.
 func TestPollWakeUp(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{PollTimeout: time.Minute})
+	env := newEnv(t, Config{}, coordinator.Config{PollTimeout: time.Minute})
 	ctx := ctxT(t)
 	runner, reg := env.runnerClient(t, registration("h", crawler()))
 
@@ -357,7 +358,7 @@ func TestPollWakeUp(t *testing.T) {
 // TestResultLongPoll: GET /sessions/{id}/result?wait= returns when the session ends.
 func TestResultLongPoll(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	client := env.client(t, clientTok)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.client(t, adminTok).CreateAgent(ctx, aiAgent("helper")))

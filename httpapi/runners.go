@@ -7,8 +7,8 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// RunnerList is the body of GET /runners.
-type RunnerList struct {
+// runnerList is the body of GET /runners.
+type runnerList struct {
 	Runners []*orchestrator.RunnerInfo `json:"runners"`
 }
 
@@ -20,7 +20,7 @@ func (s *server) listRunners(w http.ResponseWriter, r *http.Request) error {
 	if list == nil {
 		list = []*orchestrator.RunnerInfo{}
 	}
-	writeJSON(w, http.StatusOK, RunnerList{list})
+	writeJSON(w, http.StatusOK, runnerList{list})
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/runner"
 )
 
 // claimOne polls as the runner until it holds the run.
@@ -39,7 +41,7 @@ func wantNotFound(t *testing.T, what string, err error, code, id string, unknown
 // descendants, and nothing else; what is outside its scope looks exactly like what does not exist.
 func TestRunnerScope(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.client(t, adminTok).CreateAgent(ctx, aiAgent("helper")))
 	client := env.client(t, clientTok)
@@ -181,7 +183,7 @@ func TestRunnerScope(t *testing.T) {
 // every call and the shared runner token on registrations only.
 func TestClientRunnerCredential(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	var (
 		mu   sync.Mutex
 		seen = map[string]map[string]bool{} // "METHOD path" → bearer tokens
@@ -233,7 +235,7 @@ func TestClientRunnerCredential(t *testing.T) {
 // secret is 409 runner_identity_in_use, and the live runner goes on as before.
 func TestRegisterHijackOverHTTP(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	live, reg := env.runnerClient(t, registration("h", crawler()))
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.client(t, clientTok).StartRun(ctx, orchestrator.StartRunParams{
@@ -268,15 +270,15 @@ func TestRegisterHijackOverHTTP(t *testing.T) {
 // removed it) registers again, with a new secret, and goes on taking work.
 func TestRunnerRegistersAgainWhenRevoked(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{HeartbeatInterval: 50 * time.Millisecond, PollTimeout: time.Second})
+	env := newEnv(t, Config{}, coordinator.Config{HeartbeatInterval: 50 * time.Millisecond, PollTimeout: time.Second})
 	ctx := ctxT(t)
 	ex := taskExecutor{}
 	rc := env.client(t, runnerTok)
-	r, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	r, err := runner.New(runner.Config{
 		Coordinator: rc, Executor: ex, Blueprints: []*orchestrator.Blueprint{taskBlueprint()},
 		Hostname: "h", ProjectDir: t.TempDir(), ShutdownGrace: time.Second,
 	})
-	check(t, "NewRunner", err)
+	check(t, "runner.New", err)
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()

@@ -49,9 +49,9 @@ func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// RunList is the body of GET /runs. NextCursor (the after parameter of the next page) is set when the
+// runList is the body of GET /runs. NextCursor (the after parameter of the next page) is set when the
 // page is full.
-type RunList struct {
+type runList struct {
 	Runs       []*orchestrator.Run `json:"runs"`
 	NextCursor string              `json:"next_cursor,omitempty"`
 }
@@ -65,7 +65,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := RunList{Runs: runs}
+	out := runList{Runs: runs}
 	if out.Runs == nil {
 		out.Runs = []*orchestrator.Run{}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // TestStartRunModeAndType: over HTTP, type says start or resume and mode how the caller learns the
@@ -15,7 +16,7 @@ import (
 // the result) and async_poll otherwise; a Client sends the legacy form's Wait as ?wait= too.
 func TestStartRunModeAndType(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	reg := must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctx, registration("h")))
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.client(t, adminTok).CreateAgent(ctx, aiAgent("writer")))

@@ -82,10 +82,10 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// SessionResult is the body of GET /sessions/{id}/result: the session's status and, once it has ended,
+// sessionResult is the body of GET /sessions/{id}/result: the session's status and, once it has ended,
 // its result and error. It is 200 whether or not the session has ended; a caller that long-polls with
 // ?wait= looks at status to see which happened.
-type SessionResult struct {
+type sessionResult struct {
 	SessionID string                     `json:"session_id"`
 	Status    orchestrator.SessionStatus `json:"status"`
 	Result    *orchestrator.Result       `json:"result,omitempty"`
@@ -97,7 +97,7 @@ func (s *server) getSessionResult(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	out := SessionResult{SessionID: sess.ID, Status: sess.Status}
+	out := sessionResult{SessionID: sess.ID, Status: sess.Status}
 	if sess.Status.Ended() {
 		out.Result, out.Error = sess.Result, sess.Error
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 // TestListSessionsNewestFirst: ?order=newest lists the newest sessions first, and its cursor pages on
 // toward older ones, over HTTP and through the Client.
 func TestListSessionsNewestFirst(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, Config{}, orchestrator.CoordinatorConfig{})
+	env := newEnv(t, Config{}, coordinator.Config{})
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
 	var ids []string // oldest first

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
 type sseFrame struct {
@@ -60,7 +61,7 @@ func nextEvent(t *testing.T, br *bufio.Reader) sseFrame {
 
 // sseServer serves the API with a short write timeout, which the stream must be exempt from.
 func sseServer(t *testing.T) (*testEnv, *Client) {
-	coord := newCoordinator(t, orchestrator.CoordinatorConfig{})
+	coord := newCoordinator(t, coordinator.Config{})
 	h := NewHandler(coord, Config{Tokens: testTokens, Heartbeat: 30 * time.Millisecond})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.WriteTimeout = 150 * time.Millisecond
@@ -272,7 +273,7 @@ func TestSSEEndedSessionCloses(t *testing.T) {
 		orchestrator.NewEvent(orchestrator.EventStderr, map[string]any{"line": "fetching /"}),
 	}))
 	check(t, "completed", env.coord.ReportRun(ctx, orchestrator.RunReport{RunnerID: rid, RunID: det.RunID, Status: orchestrator.RunCompleted,
-		Result: &orchestrator.Result{ResultText: "{}", ExitCode: orchestrator.Ptr(0)}}))
+		Result: &orchestrator.Result{ResultText: "{}", ExitCode: new(0)}}))
 
 	for _, tc := range []struct {
 		name      string
@@ -343,7 +344,7 @@ func TestSSEStreamClosesWhenSessionEnds(t *testing.T) {
 		t.Fatalf("frame = %+v, want the stderr line", f)
 	}
 	check(t, "failed", env.coord.ReportRun(ctx, orchestrator.RunReport{RunnerID: rid, RunID: res.RunID, Status: orchestrator.RunFailed,
-		Result: &orchestrator.Result{ExitCode: orchestrator.Ptr(3), Error: "exit status 3"}}))
+		Result: &orchestrator.Result{ExitCode: new(3), Error: "exit status 3"}}))
 	frames := readToEnd(t, br)
 	s := must[*orchestrator.Session](t, "GetSession")(client.GetSession(ctx, res.SessionID))
 	checkEnd(t, frames, res.SessionID, firstSeq(t, frames), s.LastEventSeq, orchestrator.SessionFailed)

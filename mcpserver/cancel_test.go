@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/runner"
 )
 
 // cancelConfig is the server configuration of the cancellation tests. Should a cancellation not reach
@@ -141,7 +142,7 @@ func TestCancelSyncCallStopsSession(t *testing.T) {
 func TestCancelSyncResumeStopsRun(t *testing.T) {
 	f := newFixture(t)
 	blocking := &blockingExecutor{started: make(chan string, 1)}
-	startRunner(t, orchestrator.RunnerConfig{Coordinator: f.coord, Executor: blocking, ExecutorType: "blocking",
+	startRunner(t, runner.Config{Coordinator: f.coord, Executor: blocking, ExecutorType: "blocking",
 		Tags: []string{"blocking"}, MaxConcurrent: 2})
 	if _, err := f.coord.CreateAgent(context.Background(), &orchestrator.Blueprint{Name: "blocker", Type: orchestrator.AgentTypeAgent,
 		Description: "Blocks on resume", Demands: &orchestrator.Demands{ExecutorType: "blocking"}}); err != nil {

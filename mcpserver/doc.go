@@ -2,9 +2,9 @@
 // built on the official SDK, github.com/modelcontextprotocol/go-sdk. It lives in its own
 // package so that programs which do not import it do not link the SDK and its dependencies.
 //
-// [New] builds the server over any Coordinator — a LocalCoordinator in-process, or an httpapi.Client for a
-// remote coordinator — and [NewHandler] serves it over streamable HTTP (mount it at /mcp). The same server
-// runs over stdio with mcp.StdioTransport (see examples/mcp-stdio).
+// [New] builds the server over any Coordinator — a coordinator.Coordinator in-process, or an
+// httpapi.Client for a remote coordinator — and [NewHandler] serves it over streamable HTTP (mount it at
+// /mcp). The same server runs over stdio with mcp.StdioTransport (see examples/mcp-stdio).
 //
 // # Tools
 //

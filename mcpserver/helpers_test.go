@@ -15,8 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -102,7 +104,7 @@ var reviewerSchema = json.RawMessage(`{"type":"object","required":["prompt","foc
 // (deterministic agents "add" and "slow", tags math and slow), the other AI agents from the registry
 // ("echo-agent" without a parameters schema, "reviewer" with one; tag ai).
 type fixture struct {
-	coord *orchestrator.LocalCoordinator
+	coord *coordinator.Coordinator
 	gates *gates
 }
 
@@ -114,9 +116,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: st})
+	coord, err := coordinator.New(coordinator.Config{Store: st})
 	if err != nil {
-		t.Fatalf("NewCoordinator: %v", err)
+		t.Fatalf("coordinator.New: %v", err)
 	}
 	if err := coord.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -148,11 +150,11 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}).WithTags("slow")
 	funcs := gofunc.New(add, slow)
-	startRunner(t, orchestrator.RunnerConfig{
+	startRunner(t, runner.Config{
 		Coordinator: coord, Executor: funcs, Blueprints: funcs.Blueprints(),
 		Hostname: testHost, Tags: []string{"blue"}, MaxConcurrent: 8,
 	})
-	startRunner(t, orchestrator.RunnerConfig{
+	startRunner(t, runner.Config{
 		Coordinator: coord, Executor: echoExecutor{}, ExecutorType: "echo",
 		Hostname: testHost, Tags: []string{"blue"}, MaxConcurrent: 8,
 	})
@@ -160,12 +162,12 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func startRunner(t *testing.T, cfg orchestrator.RunnerConfig) {
+func startRunner(t *testing.T, cfg runner.Config) {
 	t.Helper()
 	cfg.ShutdownGrace = time.Second
-	r, err := orchestrator.NewRunner(cfg)
+	r, err := runner.New(cfg)
 	if err != nil {
-		t.Fatalf("NewRunner: %v", err)
+		t.Fatalf("runner.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 	"github.com/agentorchestrator/orchestrator/ui"
 )
@@ -54,7 +56,7 @@ func newWorld(t testing.TB, tokens map[string]httpapi.Role) *world {
 	if err != nil {
 		t.Fatalf("sqlstore.New: %v", err)
 	}
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store})
+	coord, err := coordinator.New(coordinator.Config{Store: store})
 	if err != nil {
 		t.Fatalf("NewCoordinator: %v", err)
 	}
@@ -62,7 +64,7 @@ func newWorld(t testing.TB, tokens map[string]httpapi.Role) *world {
 		t.Fatalf("coordinator Start: %v", err)
 	}
 	gate := filepath.Join(dir, "gate")
-	r, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	r, err := runner.New(runner.Config{
 		Coordinator:   coord,
 		Executor:      deterministic.New(deterministic.Config{}),
 		Blueprints:    testAgents(gate),

@@ -16,8 +16,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -89,7 +91,7 @@ func noopExecutor() *gofunc.Executor {
 }
 
 // BenchmarkEmbeddedPath is the root package's BenchmarkEmbeddedPath on both stores: StartRun → claim → a
-// no-op Go function → completion report, all in-process (the runner calls the LocalCoordinator).
+// no-op Go function → completion report, all in-process (the runner calls the coordinator.Coordinator).
 func BenchmarkEmbeddedPath(b *testing.B) {
 	for _, st := range benchStores() {
 		b.Run(st.name, func(b *testing.B) {
@@ -167,18 +169,18 @@ func (q *queryCounter) reset() map[string]int {
 
 var counters sync.Map // *bun.DB → *queryCounter
 
-func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *orchestrator.LocalCoordinator {
+func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *coordinator.Coordinator {
 	b.Helper()
 	if store.Notifier() != nil { // PostgreSQL only, as before: the hot statements bypass bun on both dialects
 		qc := &queryCounter{byOp: map[string]int{}}
 		store.DB().AddQueryHook(qc)
 		counters.Store(store.DB(), qc)
 	}
-	cfg := orchestrator.CoordinatorConfig{Store: store}
+	cfg := coordinator.Config{Store: store}
 	if os.Getenv("BENCH_NOTIFIER") != "0" {
 		cfg.Notifier = store.Notifier() // nil on SQLite; on PostgreSQL what a replica runs with
 	}
-	coord, err := orchestrator.NewCoordinator(cfg)
+	coord, err := coordinator.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,14 +193,14 @@ func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *orchestrator.Loca
 
 // benchPath runs b.N runs: a runner on runnerSide executes them, producers create them through
 // producerSide, and completion is watched on local (the in-process coordinator; default: producerSide).
-func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, local ...*orchestrator.LocalCoordinator) {
+func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, local ...*coordinator.Coordinator) {
 	ctx := context.Background()
-	watch, _ := producerSide.(*orchestrator.LocalCoordinator)
+	watch, _ := producerSide.(*coordinator.Coordinator)
 	if len(local) > 0 {
 		watch = local[0]
 	}
 	funcs := noopExecutor()
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: runnerSide, Executor: funcs, Blueprints: funcs.Blueprints(),
 		MaxConcurrent: envInt("BENCH_CONCURRENCY", 128),
 	})
@@ -207,9 +209,9 @@ func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- runner.Run(runCtx) }()
+	go func() { done <- worker.Run(runCtx) }()
 	defer func() { stop(); <-done }()
-	<-runner.Registered()
+	<-worker.Registered()
 
 	producers := envInt("BENCH_PRODUCERS", 64)
 	ids := make([]string, b.N)

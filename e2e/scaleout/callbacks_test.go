@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -15,14 +16,14 @@ import (
 // report must be accepted and every callback delivered (the parent resumed with all of them, over one or
 // more resume runs).
 //
-// This is the regression test of a race deliverCallbacks (local_runs.go) once lost: it read the parent as
-// ended, lost the guarded resume to a sibling that resumed it first, and returned that conflict from the
-// child's finishRun, so the child's report was refused and its run stayed running. It now takes the
+// This is the regression test of a race deliverCallbacks (coordinator/callbacks.go) once lost: it read the
+// parent as ended, lost the guarded resume to a sibling that resumed it first, and returned that conflict
+// from the child's finishRun, so the child's report was refused and its run stayed running. It now takes the
 // parent's row first and treats a lost resume as "parent busy".
 func TestCallbackFanOut(t *testing.T) {
 	dsn := postgresSchema(t)
 	ctx := context.Background()
-	var coords []*orchestrator.LocalCoordinator
+	var coords []*coordinator.Coordinator
 	var store *sqlstore.Store
 	for range 2 {
 		st, err := sqlstore.New(ctx, dsn, nil)
@@ -31,7 +32,7 @@ func TestCallbackFanOut(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		store = st
-		c, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: st, Notifier: st.Notifier()})
+		c, err := coordinator.New(coordinator.Config{Store: st, Notifier: st.Notifier()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestCallbackFanOut(t *testing.T) {
 		}
 		return out
 	}
-	report := func(c *orchestrator.LocalCoordinator, runID string, st orchestrator.RunStatus) error {
+	report := func(c *coordinator.Coordinator, runID string, st orchestrator.RunStatus) error {
 		return c.ReportRun(ctx, orchestrator.RunReport{RunnerID: rid, RunID: runID, Status: st, Result: &orchestrator.Result{ResultText: "ok"}})
 	}
 	const rounds, children = 20, 4

@@ -52,7 +52,8 @@ func TestTwoCoordinators(t *testing.T) {
 			agent string
 			via   *httpapi.Client
 		}{{"append-a", clientB}, {"append-b", clientA}} {
-			time.Sleep(150 * time.Millisecond) // the runner is parked again
+			// The runner is parked: it polls again as soon as a poll hands it a run (it has eight slots),
+			// before it executes the run, so it has long been parked when the previous session ends.
 			res, err := tc.via.StartRun(t.Context(), orchestrator.StartRunParams{AgentName: tc.agent, Parameters: json.RawMessage(`{"sleep_ms":0}`)})
 			if err != nil {
 				t.Fatalf("StartRun %s: %v", tc.agent, err)
@@ -66,7 +67,7 @@ func TestTwoCoordinators(t *testing.T) {
 				t.Fatalf("GetRun: %+v, %v", run, err)
 			}
 			// Claimed is when the woken runner took the run (a run this short is never reported started:
-			// RunnerConfig.StartedDelay).
+			// runner.Config.StartedDelay).
 			d := run.ClaimedAt.Sub(run.CreatedAt)
 			lat = append(lat, d)
 			if d > maxWakeLatency {
@@ -121,7 +122,6 @@ func TestTwoCoordinators(t *testing.T) {
 	// Idle again, runner A (now parked on B) starts a new run at once, whichever URL the client used.
 	var idle []time.Duration
 	for _, c := range []*httpapi.Client{clientB, failA, clientB, failA, clientB} {
-		time.Sleep(150 * time.Millisecond)
 		res, err := c.StartRun(t.Context(), orchestrator.StartRunParams{AgentName: "append-a", Parameters: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatalf("StartRun after the kill: %v", err)

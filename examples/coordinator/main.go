@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
@@ -54,7 +55,7 @@ func main() {
 	flag.StringVar(&o.agentsDir, "agents-dir", "", "folder of AI agent blueprints (*.json) loaded into the registry at start")
 	flag.StringVar(&o.webhookSecret, "webhook-secret", os.Getenv("ORCHESTRATOR_WEBHOOK_SECRET"), "secret signing callback_url deliveries (whsec_ + base64, or any text)")
 	flag.StringVar(&o.webhookAllowHosts, "webhook-allow-hosts", "", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)")
-	var cfg orchestrator.CoordinatorConfig
+	var cfg coordinator.Config
 	flag.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "how often runners heartbeat")
 	flag.DurationVar(&cfg.StaleAfter, "stale-after", 90*time.Second, "no heartbeat for this long: the runner claims nothing new")
 	flag.DurationVar(&cfg.OfflineAfter, "offline-after", 180*time.Second, "no heartbeat for this long: the runner's runs fail")
@@ -72,7 +73,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, o options, cfg orchestrator.CoordinatorConfig) error {
+func run(ctx context.Context, log *slog.Logger, o options, cfg coordinator.Config) error {
 	tokens, err := httpapi.ParseTokens(o.admin, o.client, o.runner)
 	if err != nil {
 		return err
@@ -98,7 +99,7 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg orchestrator.Coor
 	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
 	cfg.Store, cfg.Logger, cfg.Notifier, cfg.WebhookSecret = store, log, store.Notifier(), []byte(o.webhookSecret)
 	cfg.WebhookAllowHosts = strings.Split(o.webhookAllowHosts, ",")
-	coord, err := orchestrator.NewCoordinator(cfg)
+	coord, err := coordinator.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 	"github.com/agentorchestrator/orchestrator/ui"
 )
@@ -67,7 +69,7 @@ func run(ctx context.Context, log *slog.Logger, addr, db, siteAddr string, once 
 		return err
 	}
 	defer store.Close()
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: store, Logger: log})
+	coord, err := coordinator.New(coordinator.Config{Store: store, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -90,7 +92,7 @@ func run(ctx context.Context, log *slog.Logger, addr, db, siteAddr string, once 
 
 	gw := gateway.New(coord, gateway.Config{Logger: log})
 	defer gw.Close()
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: coord, Blueprints: blueprints, Gateway: gw, Logger: log,
 		Executor: deterministic.New(deterministic.Config{Logger: log}),
 	})
@@ -99,9 +101,9 @@ func run(ctx context.Context, log *slog.Logger, addr, db, siteAddr string, once 
 	}
 	runCtx, stopRunner := context.WithCancel(ctx)
 	ran := make(chan error, 1)
-	go func() { ran <- runner.Run(runCtx) }()
+	go func() { ran <- worker.Run(runCtx) }()
 	defer func() { stopRunner(); <-ran }()
-	<-runner.Registered()
+	<-worker.Registered()
 
 	base := "http://" + ln.Addr().String()
 	siteURL, stopSite, err := serveDemoSite(siteAddr)

@@ -43,6 +43,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/runner"
 )
 
 // opts are the flags that choose and configure the executor.
@@ -66,7 +67,7 @@ func main() {
 	flag.StringVar(&o.claude, "claude", "claude", "Claude Code CLI (-executor claude-code)")
 	flag.StringVar(&o.mcpURL, "mcp-url", "", "orchestrator MCP endpoint handed to Claude Code agents (default: this runner's gateway, scoped to the run)")
 	flag.StringVar(&o.xconf, "executor-config", "", "JSON object given to an external executable as executor_config")
-	cfg := orchestrator.RunnerConfig{}
+	cfg := runner.Config{}
 	flag.StringVar(&cfg.ProjectDir, "project-dir", wd, "working directory of the runs")
 	flag.StringVar(&cfg.Hostname, "hostname", "", "hostname to register (default: this host's)")
 	flag.StringVar(&cfg.ExecutorProfile, "profile", "", "executor profile to register (default: the executor type)")
@@ -155,14 +156,14 @@ func newExecutor(o opts, log *slog.Logger) (orchestrator.Executor, string, error
 	return process.New(process.Config{Path: o.executor, Config: conf, StopGrace: o.stopGrace, Isolation: o.iso, Logger: log}), "process", nil
 }
 
-func run(ctx context.Context, log *slog.Logger, o opts, announce bool, cfg orchestrator.RunnerConfig) error {
+func run(ctx context.Context, log *slog.Logger, o opts, announce bool, cfg runner.Config) error {
 	ex, typ, err := newExecutor(o, log)
 	if err != nil {
 		return err
 	}
 	cfg.Executor, cfg.ExecutorType = ex, typ
 	if typ != "deterministic" {
-		cfg.AcceptsAgents = orchestrator.Ptr(true) // even when it announces blueprints too
+		cfg.AcceptsAgents = new(true) // even when it announces blueprints too
 	}
 	if announce {
 		if cfg.Blueprints, err = orchestrator.LoadBlueprints(o.dir); err != nil {
@@ -182,10 +183,10 @@ func run(ctx context.Context, log *slog.Logger, o opts, announce bool, cfg orche
 	}
 	defer gw.Close()
 	cfg.Coordinator, cfg.Gateway, cfg.Logger = client, gw, log
-	runner, err := orchestrator.NewRunner(cfg)
+	worker, err := runner.New(cfg)
 	if err != nil {
 		return err
 	}
 	log.Info("runner starting", "coordinator", o.coordURL, "executor", typ, "blueprints", len(cfg.Blueprints), "gateway", gw.URL())
-	return runner.Run(ctx)
+	return worker.Run(ctx)
 }

@@ -15,7 +15,7 @@
 // AGENT_RUN_ID, the gateway's URL and token), so that the commands the agent runs can reach the
 // orchestrator too.
 //
-//   - The prompt is rendered from the run's parameters ([RenderPrompt]): parameters.prompt, then the other
+//   - The prompt is rendered from the run's parameters ([renderPrompt]): parameters.prompt, then the other
 //     parameters as a JSON <inputs> block, then — when the run has an output schema — instructions to answer
 //     with only a JSON document matching it. It is written to the CLI's stdin (never to its command line,
 //     where the variadic flags could swallow it and other users could read it).
@@ -195,7 +195,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := RenderPrompt(inv.Parameters, inv.OutputSchema)
+	prompt, err := renderPrompt(inv.Parameters, inv.OutputSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (r *run) session(id string) {
 	}
 	r.reportedID = id
 	ev := orchestrator.NewEvent(orchestrator.EventExecutorSession, map[string]string{"executor_session_id": id})
-	ev.SessionID, ev.Time = r.inv.SessionID, orchestrator.Now()
+	ev.SessionID, ev.Time = r.inv.SessionID, time.Now().UTC()
 	if err := r.sink.Emit(r.emitCtx, ev); err != nil {
 		r.log.Warn("emit executor_session event", "error", err)
 	}
@@ -354,7 +354,7 @@ func (r *run) session(id string) {
 
 func (r *run) progress(data map[string]any) {
 	ev := orchestrator.NewEvent(orchestrator.EventProgress, data)
-	ev.SessionID, ev.Time = r.inv.SessionID, orchestrator.Now()
+	ev.SessionID, ev.Time = r.inv.SessionID, time.Now().UTC()
 	if err := r.sink.Emit(r.emitCtx, ev); err != nil {
 		r.log.Warn("emit progress event", "error", err)
 	}

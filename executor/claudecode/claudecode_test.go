@@ -129,7 +129,7 @@ func TestCommandLine(t *testing.T) {
 	if !reflect.DeepEqual(c.Args, want) {
 		t.Errorf("argv\n got %q\nwant %q", c.Args, want)
 	}
-	wantPrompt, _ := RenderPrompt(inv.Parameters, nil)
+	wantPrompt, _ := renderPrompt(inv.Parameters, nil)
 	if c.Stdin != wantPrompt {
 		t.Errorf("stdin = %q, want %q", c.Stdin, wantPrompt)
 	}
@@ -240,7 +240,7 @@ func TestStreamEvents(t *testing.T) {
 			t.Errorf("event %d has session %q, time %v", tt.i, evs[tt.i].SessionID, evs[tt.i].Time)
 		}
 	}
-	if orchestrator.MessageText(mustField(t, evs[4], "content")) != res.ResultText {
+	if messageText(mustField(t, evs[4], "content")) != res.ResultText {
 		t.Errorf("the last message is not the result text %q", res.ResultText)
 	}
 }
@@ -410,4 +410,24 @@ func TestOutputSchemaRetriesExhausted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// messageText is the text of a message's content: a string, or its text blocks joined by newlines.
+func messageText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(content, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/executortest"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // The tests run the test binary itself as a scripted stand-in for the claude CLI (go-plugin's
@@ -205,8 +206,8 @@ func (f *fake) invocation(scenario, params string) *orchestrator.Invocation {
 	env[dirEnv] = f.dir
 	return &orchestrator.Invocation{
 		Mode:       orchestrator.RunTypeStart,
-		SessionID:  orchestrator.NewID(orchestrator.SessionIDPrefix),
-		RunID:      orchestrator.NewID(orchestrator.RunIDPrefix),
+		SessionID:  ids.New(orchestrator.SessionIDPrefix),
+		RunID:      ids.New(orchestrator.RunIDPrefix),
 		AgentName:  "assistant",
 		Blueprint:  &orchestrator.Blueprint{Name: "assistant", Type: orchestrator.AgentTypeAgent},
 		Parameters: json.RawMessage(params),

@@ -11,14 +11,14 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 )
 
-// RenderPrompt renders a run's parameters as the prompt Claude Code gets (rich AI inputs, seed 001 §2):
+// renderPrompt renders a run's parameters as the prompt Claude Code gets (rich AI inputs):
 // parameters.prompt, when it is a string, comes first; the other parameters follow as one JSON object in
 // an <inputs> block, introduced by a sentence that says what it is. With an output schema, instructions to
-// answer with only a JSON document matching it (the schema included) end the prompt (seed 003).
+// answer with only a JSON document matching it (the schema included) end the prompt.
 //
 // Parameters must be a JSON object (empty means none); a run with neither a prompt nor other parameters
 // has nothing to ask and is an [orchestrator.ErrInvalid] error.
-func RenderPrompt(parameters, outputSchema json.RawMessage) (string, error) {
+func renderPrompt(parameters, outputSchema json.RawMessage) (string, error) {
 	var params map[string]json.RawMessage
 	if p := bytes.TrimSpace(parameters); len(p) > 0 && string(p) != "null" {
 		if err := json.Unmarshal(p, &params); err != nil || params == nil {
@@ -45,7 +45,7 @@ func RenderPrompt(parameters, outputSchema json.RawMessage) (string, error) {
 	if b.Len() == 0 {
 		return "", orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_parameters", "the parameters have no prompt and no inputs: there is nothing to ask the agent")
 	}
-	if orchestrator.HasSchema(outputSchema) {
+	if s := bytes.TrimSpace(outputSchema); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 		b.WriteString("\n\n")
 		b.WriteString(schemaInstructions(outputSchema))
 	}
@@ -106,10 +106,10 @@ var fenced = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n[ \t]
 // errNotJSON is the problem reported for an answer that holds no JSON document.
 var errNotJSON = errors.New("the answer is not a JSON document (answer with only the JSON, no prose and no code fence)")
 
-// ParseAnswer extracts the JSON document of an answer that should be one: the answer itself (trimmed), or
+// parseAnswer extracts the JSON document of an answer that should be one: the answer itself (trimmed), or
 // the content of a Markdown code fence around it (```json … ```), or, failing both, the last fenced block
 // in the answer that holds valid JSON.
-func ParseAnswer(answer string) (json.RawMessage, error) {
+func parseAnswer(answer string) (json.RawMessage, error) {
 	if data, ok := wholeJSON(answer); ok {
 		return data, nil
 	}
@@ -150,7 +150,7 @@ func structuredData(answer string) json.RawMessage {
 // checkAnswer validates an answer against schema: the JSON document and nil, or the problems (an answer
 // that holds no JSON is one problem at "$").
 func checkAnswer(schema *orchestrator.Schema, answer string) (json.RawMessage, []orchestrator.FieldError) {
-	data, err := ParseAnswer(answer)
+	data, err := parseAnswer(answer)
 	if err != nil {
 		return nil, []orchestrator.FieldError{{Path: "$", Message: err.Error()}}
 	}

@@ -26,21 +26,21 @@ func TestRenderPrompt(t *testing.T) {
 			"Answer\n\nOutput format: when you have finished, your final answer must be ONLY a JSON document that matches the JSON Schema below"},
 	}
 	for _, tt := range tests {
-		got, err := RenderPrompt(json.RawMessage(tt.params), json.RawMessage(tt.schema))
+		got, err := renderPrompt(json.RawMessage(tt.params), json.RawMessage(tt.schema))
 		if err != nil {
-			t.Errorf("%s: RenderPrompt(%s) error = %v", tt.name, tt.params, err)
+			t.Errorf("%s: renderPrompt(%s) error = %v", tt.name, tt.params, err)
 			continue
 		}
 		if tt.schema == "" && got != tt.want || tt.schema != "" && !strings.HasPrefix(got, tt.want) {
-			t.Errorf("%s: RenderPrompt(%s)\n got %q\nwant %q", tt.name, tt.params, got, tt.want)
+			t.Errorf("%s: renderPrompt(%s)\n got %q\nwant %q", tt.name, tt.params, got, tt.want)
 		}
 		if tt.schema != "" && !strings.HasSuffix(got, "<output_schema>\n{\n  \"type\": \"object\"\n}\n</output_schema>") {
 			t.Errorf("%s: the prompt does not end with the schema: %q", tt.name, got)
 		}
 	}
 	for _, params := range []string{``, `null`, `{}`, `{"prompt":"   "}`, `[]`, `"x"`} {
-		if got, err := RenderPrompt(json.RawMessage(params), nil); !errors.Is(err, orchestrator.ErrInvalid) {
-			t.Errorf("RenderPrompt(%s) = %q, %v; want ErrInvalid", params, got, err)
+		if got, err := renderPrompt(json.RawMessage(params), nil); !errors.Is(err, orchestrator.ErrInvalid) {
+			t.Errorf("renderPrompt(%s) = %q, %v; want ErrInvalid", params, got, err)
 		}
 	}
 }
@@ -61,13 +61,13 @@ func TestParseAnswer(t *testing.T) {
 		{"```json\n{broken\n```", ``, ``},
 	}
 	for _, tt := range tests {
-		got, err := ParseAnswer(tt.answer)
+		got, err := parseAnswer(tt.answer)
 		if tt.want == "" {
 			if err == nil {
-				t.Errorf("ParseAnswer(%q) = %s, want an error", tt.answer, got)
+				t.Errorf("parseAnswer(%q) = %s, want an error", tt.answer, got)
 			}
 		} else if err != nil || string(got) != tt.want {
-			t.Errorf("ParseAnswer(%q) = %s, %v; want %s", tt.answer, got, err, tt.want)
+			t.Errorf("parseAnswer(%q) = %s, %v; want %s", tt.answer, got, err, tt.want)
 		}
 		if data := structuredData(tt.answer); string(data) != tt.data {
 			t.Errorf("structuredData(%q) = %s, want %q", tt.answer, data, tt.data)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -202,7 +203,7 @@ func (s *turnStream) user(l *streamLine) {
 
 func (s *turnStream) event(typ string, data any) orchestrator.Event {
 	ev := orchestrator.NewEvent(typ, data)
-	ev.SessionID, ev.Time = s.sessionID, orchestrator.Now()
+	ev.SessionID, ev.Time = s.sessionID, time.Now().UTC()
 	return ev
 }
 

@@ -14,7 +14,7 @@ import (
 
 // BuildArgs returns the argv of a deterministic run: the words of command, split by
 // [orchestrator.SplitCommand] (quotes honoured, nothing expanded, never a shell), followed by the flags
-// [ParameterArgs] renders from parameters.
+// [parameterArgs] renders from parameters.
 //
 // For the seed's example (seed 002) it returns
 //
@@ -28,14 +28,14 @@ func BuildArgs(command string, parameters json.RawMessage) ([]string, error) {
 	if err != nil {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_command", "command: %v", err)
 	}
-	flags, err := ParameterArgs(parameters)
+	flags, err := parameterArgs(parameters)
 	if err != nil {
 		return nil, err
 	}
 	return append(argv, flags...), nil
 }
 
-// ParameterArgs renders a parameters object (a JSON object; empty or null means none) as command-line flags,
+// parameterArgs renders a parameters object (a JSON object; empty or null means none) as command-line flags,
 // the rules of DESIGN §6 and seed 000 §5:
 //
 //   - Names are passed as they are (no case conversion), one flag each, in lexicographic (byte) order of the
@@ -58,7 +58,7 @@ func BuildArgs(command string, parameters json.RawMessage) ([]string, error) {
 // Names must make sane flags: an empty name, a name that starts with '-', or one containing '=', white space
 // or a control character is rejected with an [orchestrator.ErrInvalid] error naming every such key; so is a
 // value containing a NUL byte, which no argv can carry.
-func ParameterArgs(parameters json.RawMessage) ([]string, error) {
+func parameterArgs(parameters json.RawMessage) ([]string, error) {
 	raw := bytes.TrimSpace(parameters)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil

@@ -5,7 +5,7 @@
 // # What a run does
 //
 //   - argv is the blueprint's command split into words ([orchestrator.SplitCommand]) followed by the
-//     parameters as flags ([BuildArgs], [ParameterArgs]). The program is executed directly, never through a
+//     parameters as flags ([BuildArgs], [parameterArgs]). The program is executed directly, never through a
 //     shell; argv[0] is looked up in the PATH of the run's own environment.
 //   - The environment is the runner's own (os.Environ) without its credentials ([Config].Isolation), then
 //     the blueprint's Env, then the run's metadata.env (an object of strings, whose names the blueprint's
@@ -191,7 +191,7 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 			"limit_bytes": e.cfg.MaxOutputBytes,
 			"message":     fmt.Sprintf("stdout was %d bytes, over the executor's limit of %d: result_text keeps the first %d, result_data is left out", stdout.total, e.cfg.MaxOutputBytes, len(text)),
 		})
-		ev.SessionID, ev.Time = inv.SessionID, orchestrator.Now()
+		ev.SessionID, ev.Time = inv.SessionID, time.Now().UTC()
 		if err := sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
 			log.Warn("emit output_truncated event", "error", err)
 		}

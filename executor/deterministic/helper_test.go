@@ -19,6 +19,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/executortest"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // The tests run the test binary itself as the command (go-plugin's TestHelperProcess pattern): no shell,
@@ -196,8 +197,8 @@ func helperInvocation(t testing.TB, params string, mode ...string) *orchestrator
 	t.Helper()
 	return &orchestrator.Invocation{
 		Mode:      orchestrator.RunTypeStart,
-		RunID:     orchestrator.NewID(orchestrator.RunIDPrefix),
-		SessionID: orchestrator.NewID(orchestrator.SessionIDPrefix),
+		RunID:     ids.New(orchestrator.RunIDPrefix),
+		SessionID: ids.New(orchestrator.SessionIDPrefix),
 		AgentName: "helper",
 		Blueprint: &orchestrator.Blueprint{
 			Name:    "helper",

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // Behavior names a canonical behaviour the suite asks the executor under test to perform.
@@ -122,10 +123,10 @@ func (s *suite) invocation(t *testing.T, b Behavior, params string) *orchestrato
 		t.Fatalf("Harness.Invocation(%q) returned nil", b)
 	}
 	if inv.SessionID == "" {
-		inv.SessionID = orchestrator.NewID(orchestrator.SessionIDPrefix)
+		inv.SessionID = ids.New(orchestrator.SessionIDPrefix)
 	}
 	if inv.RunID == "" {
-		inv.RunID = orchestrator.NewID(orchestrator.RunIDPrefix)
+		inv.RunID = ids.New(orchestrator.RunIDPrefix)
 	}
 	if inv.Mode == "" {
 		inv.Mode = orchestrator.RunTypeStart

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 )
@@ -66,7 +67,7 @@ func Emit(ctx context.Context, events ...orchestrator.Event) error {
 		return nil
 	}
 	evs := make([]orchestrator.Event, len(events))
-	now := orchestrator.Now()
+	now := time.Now().UTC()
 	for i, ev := range events {
 		if ev.SessionID == "" {
 			ev.SessionID = c.inv.SessionID

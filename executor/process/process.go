@@ -241,7 +241,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	file, fileErr := e.readResult(resultPath, e.cfg.Isolation.User)
 	if file != nil && file.ExecutorSessionID != "" {
 		ev := orchestrator.NewEvent(orchestrator.EventExecutorSession, map[string]string{"executor_session_id": file.ExecutorSessionID})
-		ev.SessionID, ev.Time = inv.SessionID, orchestrator.Now()
+		ev.SessionID, ev.Time = inv.SessionID, time.Now().UTC()
 		if err := events.Emit(context.WithoutCancel(ctx), ev); err != nil {
 			log.Warn("emit executor_session event", "error", err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // The tests run the test binary itself as the external program (go-plugin's TestHelperProcess pattern).
@@ -124,8 +125,8 @@ func newExecutor(t testing.TB) *Executor {
 func invocation(behavior string, params string) *orchestrator.Invocation {
 	return &orchestrator.Invocation{
 		Mode:       orchestrator.RunTypeStart,
-		SessionID:  orchestrator.NewID(orchestrator.SessionIDPrefix),
-		RunID:      orchestrator.NewID(orchestrator.RunIDPrefix),
+		SessionID:  ids.New(orchestrator.SessionIDPrefix),
+		RunID:      ids.New(orchestrator.RunIDPrefix),
 		AgentName:  "helper",
 		Blueprint:  &orchestrator.Blueprint{Name: "helper", Type: orchestrator.AgentTypeAgent, ExecutorConfig: map[string]any{"behavior": behavior}},
 		Parameters: json.RawMessage(params),

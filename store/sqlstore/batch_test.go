@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -28,7 +29,7 @@ func TestBatchedTransactionsAreIndependent(t *testing.T) {
 				}
 			}()
 			results[i] = s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
-				now := orchestrator.Now()
+				now := time.Now().UTC().Truncate(time.Microsecond)
 				a := &orchestrator.Agent{Name: fmt.Sprintf("a%03d", i), Blueprint: &orchestrator.Blueprint{Name: fmt.Sprintf("a%03d", i), Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
 				if err := tx.CreateAgent(ctx, a); err != nil {
 					return err
@@ -90,7 +91,7 @@ func TestBatchedTransactionOutlivesItsCaller(t *testing.T) {
 	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "batch.db"))
 	ctx, cancel := context.WithCancel(context.Background())
-	now := orchestrator.Now()
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	agent := func(name string) *orchestrator.Agent {
 		return &orchestrator.Agent{Name: name, Blueprint: &orchestrator.Blueprint{Name: name, Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
 	}

@@ -46,7 +46,7 @@ func (s *Store) MarkCallbacksDelivered(ctx context.Context, ids []string, runID 
 	res, err := s.w.NewUpdate().Model((*callbackRow)(nil)).
 		Set("delivered_at = ?", utc(at)).
 		Set("delivered_run = ?", runID).
-		Where("id IN (?)", bun.In(ids)).
+		Where("id IN (?)", bun.List(ids)).
 		Where("delivered_at IS NULL").
 		Exec(ctx)
 	if err != nil {

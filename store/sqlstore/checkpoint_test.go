@@ -46,7 +46,7 @@ func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
 	go func() {
 		var err error
 		for i := 0; ctx.Err() == nil && err == nil; i++ {
-			now := orchestrator.Now()
+			now := time.Now().UTC().Truncate(time.Microsecond)
 			err = s.CreateSession(ctx, &orchestrator.Session{ID: fmt.Sprintf("ses_%08d", i), AgentName: "a",
 				AgentType: orchestrator.AgentTypeDeterministic, Status: orchestrator.SessionPending,
 				Parameters: []byte(`{"padding":"` + fmt.Sprintf("%0500d", i) + `"}`), CreatedAt: now, UpdatedAt: now})

@@ -63,7 +63,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*o
 	}
 	now := p.Now
 	if now.IsZero() {
-		now = orchestrator.Now()
+		now = utc(time.Now())
 	}
 	q := claimSQL[s.pg]
 	args := claimArgs(s.pg, runner, now, max(p.Max, 1))

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -20,7 +21,7 @@ func TestClaimPlanSQLite(t *testing.T) {
 	}
 	defer s.Close()
 	runner := &orchestrator.RunnerInfo{ID: "lnch_a", Hostname: "h", Tags: []string{"gpu"}, AcceptsAgents: true}
-	rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+claimSQL[false].claim, claimArgs(false, runner, orchestrator.Now(), 8)...)
+	rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+claimSQL[false].claim, claimArgs(false, runner, utc(time.Now()), 8)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +101,9 @@ func TestRunUpdatePlanPostgres(t *testing.T) {
 	s := pgStore(t, "UTC")
 	conn := planConn(t, s, `INSERT INTO runs (id, session_id, agent_name, agent_type, type, status, runner_id, created_at)
 		SELECT 'run_' || i, 'ses_' || i, 'a', 'deterministic', 'start', 'claimed', 'lnch_a', now() FROM generate_series(1, 3) AS i`)
-	now := orchestrator.Now()
+	now := utc(time.Now())
 	status, msg := orchestrator.RunCompleted, ""
-	q := runUpdate("run_2", orchestrator.RunStatusesBefore(status), "lnch_a", orchestrator.RunUpdate{Status: &status, Error: &msg, EndedAt: &now})
+	q := runUpdate("run_2", []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "lnch_a", orchestrator.RunUpdate{Status: &status, Error: &msg, EndedAt: &now})
 	var params []string
 	for _, a := range append(q.args, q.wargs...) {
 		params = append(params, "'"+strings.ReplaceAll(a.(string), "'", "''")+"'")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -33,7 +34,7 @@ func (s *Store) insertEvents(ctx context.Context, sessionID string, last int64, 
 	}
 	first := last - int64(len(events)) + 1
 	rows := make([]eventRow, len(events))
-	now := orchestrator.Now()
+	now := utc(time.Now())
 	for i, e := range events {
 		t := utc(e.Time)
 		if t.IsZero() {
@@ -88,7 +89,7 @@ func (s *Store) LastEvent(ctx context.Context, sessionID string, types []string,
 	q := s.r.NewSelect().Model(&row).Where("session_id = ?", sessionID).Where("seq > ?", afterSeq).
 		OrderExpr("seq DESC").Limit(1)
 	if len(types) > 0 {
-		q = q.Where("type IN (?)", bun.In(types))
+		q = q.Where("type IN (?)", bun.List(types))
 	}
 	if err := q.Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {

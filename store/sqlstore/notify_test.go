@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -26,7 +27,7 @@ func TestNotifierSQLite(t *testing.T) {
 	if n := s.Notifier(); n != nil {
 		t.Fatalf("SQLite Notifier() = %#v, want nil", n)
 	}
-	var cfg orchestrator.CoordinatorConfig
+	var cfg coordinator.Config
 	cfg.Notifier = s.Notifier()
 	if cfg.Notifier != nil {
 		t.Fatal("cfg.Notifier is a non-nil interface holding nil")
@@ -131,12 +132,15 @@ func TestNotifierAcrossStores(t *testing.T) {
 	}
 	t.Logf("slowest of 20 wake-ups across stores: %s", worst)
 
-	nb.Notify("s:from_b")
+	// A listener hears notifications in the order they were committed, so once a key published after
+	// another has arrived, the earlier one has arrived too, if it ever will.
+	nb.Notify("s:from_b") // published after every r:lnch_ key of A was committed (B heard them all)
 	ca.waitFor(t, []string{"s:from_b"}, 5*time.Second)
-	time.Sleep(100 * time.Millisecond)
 	if ca.has("r:lnch_00") {
 		t.Error("a notifier delivered its own key to itself")
 	}
+	na.Notify("s:from_a") // published after s:from_b was committed (A heard it)
+	cb.waitFor(t, []string{"s:from_a"}, 5*time.Second)
 	if cb.has("s:from_b") {
 		t.Error("b delivered its own key to itself")
 	}
@@ -156,15 +160,17 @@ func TestNotifierBatchesManyKeys(t *testing.T) {
 	if err := a.DB().NewRaw("SELECT current_schema()").Scan(t.Context(), &schema); err != nil {
 		t.Fatal(err)
 	}
+	channel := "orchestrator_wake_" + schema
 	raw := pgdriver.NewListener(a.DB())
 	defer raw.Close()
-	if err := raw.Listen(t.Context(), "orchestrator_wake_"+schema); err != nil {
+	if err := raw.Listen(t.Context(), channel); err != nil {
 		t.Fatal(err)
 	}
 	var (
 		pmu      sync.Mutex
 		payloads int
 		maxLen   int
+		probes   = make(chan string, 16)
 	)
 	go func() {
 		for {
@@ -172,13 +178,43 @@ func TestNotifierBatchesManyKeys(t *testing.T) {
 			if err != nil {
 				return
 			}
+			if strings.HasPrefix(p, "probe:") {
+				probes <- p
+				continue
+			}
 			pmu.Lock()
 			payloads++
 			maxLen = max(maxLen, len(p))
 			pmu.Unlock()
 		}
 	}()
-	time.Sleep(100 * time.Millisecond) // let LISTEN take effect
+	// probe publishes a probe and waits until the raw listener hears it: then it has heard every payload
+	// committed before it too (a listener hears them in commit order). Until LISTEN is in effect a probe
+	// is not heard, so it is published again every 50ms.
+	probe := func(name string) {
+		t.Helper()
+		every := time.NewTicker(50 * time.Millisecond)
+		defer every.Stop()
+		deadline := time.After(10 * time.Second)
+		for {
+			if _, err := a.DB().ExecContext(t.Context(), "SELECT pg_notify(?, ?)", channel, "probe:"+name); err != nil {
+				t.Fatal(err)
+			}
+			for heard := false; !heard; {
+				select {
+				case p := <-probes:
+					if p == "probe:"+name {
+						return
+					}
+				case <-every.C:
+					heard = true // not yet: publish it again
+				case <-deadline:
+					t.Fatalf("the raw listener did not hear probe %s", name)
+				}
+			}
+		}
+	}
+	probe("listening")
 
 	const n = 20000
 	keys := make([]string, n)
@@ -207,7 +243,7 @@ func TestNotifierBatchesManyKeys(t *testing.T) {
 	if deliveries > 2*n+1 {
 		t.Errorf("%d deliveries for %d keys", deliveries, n)
 	}
-	time.Sleep(200 * time.Millisecond)
+	probe("after") // every payload of A was committed before: the raw listener has heard them all
 	pmu.Lock()
 	defer pmu.Unlock()
 	if payloads == 0 || payloads > n/20 {
@@ -260,7 +296,14 @@ func TestNotifierSchemasIsolated(t *testing.T) {
 	for i, c := range cols {
 		c.waitFor(t, []string{fmt.Sprintf("k:%d", i)}, 5*time.Second)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Every k: key was committed before this second round: once a listener hears its own schema's second
+	// key, it has heard any k: key that reached its channel.
+	for i, s := range stores {
+		s.Notifier().Notify(fmt.Sprintf("m:%d", i))
+	}
+	for i, c := range cols {
+		c.waitFor(t, []string{fmt.Sprintf("m:%d", i)}, 5*time.Second)
+	}
 	for i, c := range cols {
 		for j := range stores {
 			if j != i && c.has(fmt.Sprintf("k:%d", j)) {
@@ -347,10 +390,13 @@ func TestNotifierListenReturnsOnConnectionLoss(t *testing.T) {
 }
 
 // A coordinator replica parked on one store is woken by a run created through another: the whole path,
-// in-process, with two LocalCoordinators on one schema.
+// in-process, with two in-process coordinators on one schema.
 func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	t.Parallel()
-	ca, cb := twoReplicas(t, orchestrator.CoordinatorConfig{}, orchestrator.CoordinatorConfig{})
+	looked := make(chan struct{}, 1)
+	ca, cb := twoReplicas(t, coordinator.Config{}, coordinator.Config{}, func(st orchestrator.Store) orchestrator.Store {
+		return &lookSignal{Store: st, looked: looked}
+	}, nil)
 	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
 	reg, err := ca.RegisterRunner(t.Context(), &orchestrator.RunnerRegistration{
 		Hostname: "h", ProjectDir: "/p", ExecutorType: "deterministic", MaxConcurrent: 1,
@@ -367,11 +413,15 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 			at  time.Time
 		}
 		got := make(chan polled, 1)
+		select {
+		case <-looked: // a look of an earlier poll
+		default:
+		}
 		go func() {
 			w, err := ca.PollWork(t.Context(), orchestrator.PollParams{RunnerID: reg.RunnerID, Max: 1, Wait: 10 * time.Second})
 			got <- polled{w, err, time.Now()}
 		}()
-		time.Sleep(100 * time.Millisecond) // parked on A
+		<-looked // the poll looked, found nothing and parks on A
 		created := time.Now()
 		res, err := cb.StartRun(t.Context(), orchestrator.StartRunParams{AgentName: "noop"})
 		if err != nil {
@@ -392,16 +442,36 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	}
 }
 
+// lookSignal is a Store that signals on looked each time a runner's poll ends a look that found nothing:
+// its last read, of the runs the runner holds claimed, returned. The poll parks right after.
+type lookSignal struct {
+	orchestrator.Store
+	looked chan struct{}
+}
+
+func (s *lookSignal) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
+	runs, err := s.Store.ListRuns(ctx, f)
+	if f.RunnerID != "" && len(f.Statuses) == 1 && f.Statuses[0] == orchestrator.RunClaimed {
+		select {
+		case s.looked <- struct{}{}:
+		default:
+		}
+	}
+	return runs, err
+}
+
 // listeningNotifier closes ready once its Listen is in effect (it delivers the empty key then), so that a
-// test does not guess how long LISTEN takes on a loaded machine.
+// test does not guess how long LISTEN takes on a loaded machine, and signals on agents each time it has
+// delivered the key of another replica's agent change (the coordinator has cleared its agent cache then).
 type listeningNotifier struct {
 	orchestrator.Notifier
-	ready chan struct{}
-	once  sync.Once
+	ready  chan struct{}
+	once   sync.Once
+	agents chan struct{}
 }
 
 func readyWhenListening(n orchestrator.Notifier) *listeningNotifier {
-	return &listeningNotifier{Notifier: n, ready: make(chan struct{})}
+	return &listeningNotifier{Notifier: n, ready: make(chan struct{}), agents: make(chan struct{}, 16)}
 }
 
 func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) error {
@@ -410,6 +480,12 @@ func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) er
 			n.once.Do(func() { close(n.ready) })
 		}
 		deliver(key)
+		if key == "agents" {
+			select {
+			case n.agents <- struct{}{}:
+			default:
+			}
+		}
 	})
 }
 
@@ -417,25 +493,35 @@ func (n *listeningNotifier) Listen(ctx context.Context, deliver func(string)) er
 // it for an hour: the change's wake-up clears the cache.
 func TestAgentChangeReachesOtherReplica(t *testing.T) {
 	t.Parallel()
-	cached := orchestrator.CoordinatorConfig{AgentCacheTTL: time.Hour}
+	cached := coordinator.Config{AgentCacheTTL: time.Hour}
 	// The replica that writes announces the change whether or not it caches agents itself.
-	for name, writer := range map[string]orchestrator.CoordinatorConfig{
+	for name, writer := range map[string]coordinator.Config{
 		"writer caches": cached, "writer caches nothing": {AgentCacheTTL: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ca, cb := twoReplicas(t, writer, cached)
-			agentChangeReachesB(t, ca, cb)
+			var nb *listeningNotifier
+			ca, cb := twoReplicas(t, writer, cached, nil, func(n *listeningNotifier) { nb = n })
+			agentChangeReachesB(t, ca, cb, nb.agents)
 		})
 	}
 }
 
-// agentChangeReachesB changes an agent through ca and waits for StartRun on cb, which caches agents for
-// an hour, to see each change.
-func agentChangeReachesB(t *testing.T, ca, cb *orchestrator.LocalCoordinator) {
+// agentChangeReachesB changes an agent through ca, waits for the change's wake-up to reach cb (bAgents),
+// and checks that StartRun on cb, which caches agents for an hour, sees the change then.
+func agentChangeReachesB(t *testing.T, ca, cb *coordinator.Coordinator, bAgents <-chan struct{}) {
+	reached := func(what string) {
+		t.Helper()
+		select {
+		case <-bAgents:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the wake-up did not reach B", what)
+		}
+	}
 	if _, err := ca.CreateAgent(t.Context(), &orchestrator.Blueprint{Name: "helper"}); err != nil {
 		t.Fatal(err)
 	}
+	reached("created on A")
 	startOnB := func() error {
 		_, err := cb.StartRun(t.Context(), orchestrator.StartRunParams{AgentName: "helper", Prompt: "hi"})
 		return err
@@ -444,41 +530,42 @@ func agentChangeReachesB(t *testing.T, ca, cb *orchestrator.LocalCoordinator) {
 		t.Fatalf("StartRun on B: %v", err)
 	}
 	// B has the agent cached now.
-	eventually := func(what string, ok func(error) bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			err := startOnB()
-			if ok(err) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: StartRun on B still gives %v", what, err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	if _, err := ca.UpdateAgent(t.Context(), "helper", &orchestrator.Blueprint{Disabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	eventually("disabled on A", func(err error) bool { return orchestrator.ErrorCode(err) == "agent_disabled" })
+	reached("disabled on A")
+	if err := startOnB(); orchestrator.ErrorCode(err) != "agent_disabled" {
+		t.Fatalf("StartRun on B after the agent was disabled on A = %v, want agent_disabled", err)
+	}
 	if err := ca.DeleteAgent(t.Context(), "helper"); err != nil {
 		t.Fatal(err)
 	}
-	eventually("deleted on A", func(err error) bool { return errors.Is(err, orchestrator.ErrNotFound) })
+	reached("deleted on A")
+	if err := startOnB(); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Fatalf("StartRun on B after the agent was deleted on A = %v, want ErrNotFound", err)
+	}
 }
 
 // twoReplicas starts two coordinators on one fresh PostgreSQL schema, each with its Notifier, and returns
 // once both listen. cfg (its Store and Notifier set here) configures both.
-func twoReplicas(t *testing.T, cfgA, cfgB orchestrator.CoordinatorConfig) (a, b *orchestrator.LocalCoordinator) {
+//
+// wrapA, when not nil, wraps replica A's store; notifierB, when not nil, is handed replica B's notifier.
+func twoReplicas(t *testing.T, cfgA, cfgB coordinator.Config, wrapA func(orchestrator.Store) orchestrator.Store,
+	notifierB func(*listeningNotifier)) (a, b *coordinator.Coordinator) {
 	t.Helper()
 	dsn := postgresSchema(t)
-	var cs []*orchestrator.LocalCoordinator
-	for _, cfg := range []orchestrator.CoordinatorConfig{cfgA, cfgB} {
+	var cs []*coordinator.Coordinator
+	for i, cfg := range []coordinator.Config{cfgA, cfgB} {
 		st := open(t, dsn)
 		n := readyWhenListening(st.Notifier())
 		cfg.Store, cfg.Notifier = st, n
-		c, err := orchestrator.NewCoordinator(cfg)
+		if i == 0 && wrapA != nil {
+			cfg.Store = wrapA(cfg.Store)
+		}
+		if i == 1 && notifierB != nil {
+			notifierB(n)
+		}
+		c, err := coordinator.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,13 +51,13 @@ func (s *Store) deleteEndedChunk(ctx context.Context, before time.Time, limit in
 	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
 		n = 0
 		var ids []string
-		if err := tx.w.NewRaw(endedSessionsSQL(tx.pg), bun.In(endedStatuses), utc(before), limit).Scan(ctx, &ids); err != nil {
+		if err := tx.w.NewRaw(endedSessionsSQL(tx.pg), bun.List(endedStatuses), utc(before), limit).Scan(ctx, &ids); err != nil {
 			return wrap(err, "ended sessions", "")
 		}
 		if len(ids) == 0 {
 			return nil
 		}
-		in := bun.In(ids)
+		in := bun.List(ids)
 		runs := tx.w.NewSelect().Model((*runRow)(nil)).Column("id").Where("session_id IN (?)", in)
 		for _, d := range []struct {
 			model any

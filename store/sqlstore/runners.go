@@ -43,7 +43,7 @@ func (s *Store) ListRunners(ctx context.Context, f orchestrator.RunnerFilter) ([
 	var rows []runnerRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("registered_at, id")
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if !f.HeartbeatBefore.IsZero() {
 		q = q.Where("last_heartbeat_at < ?", utc(f.HeartbeatBefore))
@@ -62,7 +62,7 @@ func (s *Store) TouchRunner(ctx context.Context, id string, at time.Time) (*orch
 		Set("last_heartbeat_at = ?", utc(at)).
 		Set("status = ?", orchestrator.RunnerOnline).
 		Where("id = ?", id).
-		Where("status IN (?)", bun.In([]orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale})).
+		Where("status IN (?)", bun.List([]orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale})).
 		Returning("*").Scan(ctx)
 	if err != nil {
 		return nil, wrap(err, "runner", id)
@@ -76,7 +76,7 @@ func (s *Store) UpdateRunnerStatus(ctx context.Context, id string, from []orches
 	var row runnerRow
 	q := s.w.NewUpdate().Model(&row).Set("status = ?", to).Where("id = ?", id)
 	if len(from) > 0 {
-		q = q.Where("status IN (?)", bun.In(from))
+		q = q.Where("status IN (?)", bun.List(from))
 	}
 	if !heartbeatBefore.IsZero() {
 		q = q.Where("last_heartbeat_at < ?", utc(heartbeatBefore))

@@ -56,7 +56,7 @@ func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orch
 	var rows []runRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.SessionID != "" {
 		q = q.Where("session_id = ?", f.SessionID)
@@ -213,7 +213,7 @@ func (s *Store) TakeStopRequests(ctx context.Context, runnerID string, now, rese
 	q := s.w.NewUpdate().Model(&rows).
 		Set("stop_sent_at = ?", utc(now)).
 		Where("runner_id = ?", runnerID).
-		Where("status IN (?)", bun.In([]orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning})).
+		Where("status IN (?)", bun.List([]orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning})).
 		Where("stop_requested_at IS NOT NULL")
 	if resendBefore.IsZero() {
 		q = q.Where("stop_sent_at IS NULL")
@@ -249,7 +249,7 @@ func (s *Store) SetRunsParked(ctx context.Context, ids []string, parked bool) (i
 	n := 0
 	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
 		res, err := tx.w.NewUpdate().Model((*runRow)(nil)).Set("parked = ?", parked).
-			Where("id IN (?)", bun.In(ids)).Where("status = ?", string(orchestrator.RunPending)).
+			Where("id IN (?)", bun.List(ids)).Where("status = ?", string(orchestrator.RunPending)).
 			Where("parked = ?", !parked).Exec(ctx)
 		if err != nil {
 			return wrap(err, "runs", "")

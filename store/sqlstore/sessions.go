@@ -85,7 +85,7 @@ func (s *Store) ListSessions(ctx context.Context, f orchestrator.SessionFilter) 
 		q = q.OrderExpr("created_at, id")
 	}
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.AgentName != "" {
 		q = q.Where("agent_name = ?", f.AgentName)
@@ -208,7 +208,7 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 	}
 	updated := u.UpdatedAt
 	if updated.IsZero() {
-		updated = orchestrator.Now()
+		updated = utc(time.Now())
 	}
 	q.set("updated_at", formatTime(updated))
 	if n := len(u.AppendEvents); n > 0 {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun/driver/pgdriver"
 
@@ -167,7 +168,7 @@ func TestReopen(t *testing.T) {
 				t.Fatal(err)
 			}
 			se := &orchestrator.Session{ID: "ses_a", AgentName: "a", AgentType: orchestrator.AgentTypeAgent,
-				Status: orchestrator.SessionPending, CreatedAt: orchestrator.Now(), UpdatedAt: orchestrator.Now()}
+				Status: orchestrator.SessionPending, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), UpdatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 			if err := s.CreateSession(t.Context(), se); err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, li
 		}
 		_, err := tx.w.NewUpdate().Model(&rows).
 			Set("next_attempt_at = ?", utc(leaseUntil)).
-			Where("id IN (?)", bun.In(ids)).
+			Where("id IN (?)", bun.List(ids)).
 			Where("status = ?", string(orchestrator.WebhookPending)).
 			Where("next_attempt_at <= ?", utc(now)).
 			Returning("*").Exec(ctx)

@@ -30,7 +30,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 		runner := newRunner("lnch_bench")
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			now := orchestrator.Now()
+			now := utcNow()
 			se := newSession(fmt.Sprintf("ses_%08d", i), now)
 			r := newRun(fmt.Sprintf("run_%08d", i), se.ID, now)
 			r.Demands = orchestrator.Demands{}
@@ -63,7 +63,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 		runner.Hostname = "bench-host"
 		b.ReportAllocs()
 		for b.Loop() {
-			_, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now()})
+			_, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: utcNow()})
 			if !errors.Is(err, orchestrator.ErrNotFound) {
 				b.Fatalf("claim = %v, want ErrNotFound", err)
 			}
@@ -150,7 +150,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 					b.StartTimer()
 				}
 				t := time.Now()
-				runs, err := s.ClaimRuns(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now(), Max: per})
+				runs, err := s.ClaimRuns(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: per})
 				elapsed += time.Since(t)
 				if err != nil || len(runs) != per {
 					b.Fatalf("ClaimRuns = %d runs, %v; want %d", len(runs), err, per)

@@ -38,7 +38,7 @@ func testBriefs(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		stored, _ := s.GetRun(ctx(t), "run_a")
 		equal(t, "run after refused brief updates", stored, r)
 
-		got, err := b.UpdateRunBrief(ctx(t), "run_a", orchestrator.RunStatusesBefore(orchestrator.RunRunning), "lnch_a",
+		got, err := b.UpdateRunBrief(ctx(t), "run_a", runStatusesBefore(orchestrator.RunRunning), "lnch_a",
 			orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(at(1))})
 		must(t, "UpdateRunBrief claimed→running", err)
 		r.Status, r.StartedAt = orchestrator.RunRunning, ptr(at(1))
@@ -46,7 +46,7 @@ func testBriefs(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		stored, _ = s.GetRun(ctx(t), "run_a")
 		equal(t, "stored after claimed→running", stored, r)
 
-		got, err = b.UpdateRunBrief(ctx(t), "run_a", orchestrator.RunStatusesBefore(orchestrator.RunFailed), "lnch_a",
+		got, err = b.UpdateRunBrief(ctx(t), "run_a", runStatusesBefore(orchestrator.RunFailed), "lnch_a",
 			orchestrator.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z")})
 		must(t, "UpdateRunBrief running→failed", err)
 		r.Status, r.Error, r.EndedAt, r.RunnerID = orchestrator.RunFailed, "lost", ptr(at(3)), "lnch_z"

@@ -141,7 +141,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		t.Parallel()
 		s := newStore(t)
 		const workers = 8
-		perWorker := scale(2000)
+		perWorker := concurrencyScale(2000)
 		total := workers * perWorker
 		runners := make([]*orchestrator.RunnerInfo, workers)
 		for i := range runners {
@@ -180,7 +180,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			wg.Go(func() {
 				for {
 					// Runners take 1 to 4 runs per claim.
-					rs, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: orchestrator.Now(), Max: 1 + i%4})
+					rs, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: 1 + i%4})
 					if err != nil {
 						errs <- err
 						return

@@ -26,7 +26,7 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			ev(orchestrator.EventStderr, `{"line":"a \u0000 b"}`),
 			{Type: orchestrator.EventResult, Data: json.RawMessage(`{"result_text":"one"}`), Time: at(3)},
 		}
-		before := orchestrator.Now()
+		before := utcNow()
 		must(t, "AppendEvents", s.AppendEvents(ctx(t), "ses_a", first))
 		for i, e := range first {
 			if e.Seq != int64(i+1) || e.SessionID != "ses_a" {
@@ -158,7 +158,7 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		s := newStore(t)
 		must(t, "CreateSession", s.CreateSession(ctx(t), newSession("ses_a", base)))
 		const workers = 8
-		appends := scale(100)
+		appends := concurrencyScale(100)
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
 		for w := range workers {

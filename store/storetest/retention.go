@@ -276,7 +276,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	t.Run("Concurrent", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		n := scale(600)
+		n := concurrencyScale(600)
 		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
 			for i := range n {
 				se := newSession(fmt.Sprintf("ses_%05d", i), at(i))

@@ -149,7 +149,7 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			t.Fatalf("a refused update changed the status to %s", got.Status)
 		}
 
-		got, err := s.UpdateRun(ctx(t), "run_a", orchestrator.RunStatusesBefore(orchestrator.RunRunning), "lnch_a",
+		got, err := s.UpdateRun(ctx(t), "run_a", runStatusesBefore(orchestrator.RunRunning), "lnch_a",
 			orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(at(1))})
 		must(t, "UpdateRun claimed→running", err)
 		r.Status, r.StartedAt = orchestrator.RunRunning, ptr(at(1))
@@ -160,7 +160,7 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		r.StopRequestedAt = ptr(at(2))
 		equal(t, "UpdateRun stop request", got, r)
 
-		got, err = s.UpdateRun(ctx(t), "run_a", orchestrator.RunStatusesBefore(orchestrator.RunFailed), "lnch_a",
+		got, err = s.UpdateRun(ctx(t), "run_a", runStatusesBefore(orchestrator.RunFailed), "lnch_a",
 			orchestrator.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z")})
 		must(t, "UpdateRun running→failed", err)
 		r.Status, r.Error, r.EndedAt, r.RunnerID = orchestrator.RunFailed, "lost", ptr(at(3)), "lnch_z"

@@ -115,7 +115,7 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		wantErr(t, "UpdateSession missing, any status", err, orchestrator.ErrNotFound)
 
 		// A resume: back to pending, the end time cleared, the result kept; then cleared.
-		got, err = s.UpdateSession(ctx(t), "ses_a", orchestrator.SessionStatusesBefore(orchestrator.SessionPending), orchestrator.SessionUpdate{
+		got, err = s.UpdateSession(ctx(t), "ses_a", sessionStatusesBefore(orchestrator.SessionPending), orchestrator.SessionUpdate{
 			Status: ptr(orchestrator.SessionPending), ClearEndedAt: true, UpdatedAt: at(7),
 		})
 		must(t, "UpdateSession resume", err)

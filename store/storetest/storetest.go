@@ -18,7 +18,8 @@
 // nothing are empty, not errors; a cursor (AfterID) naming a record that does not exist is ErrNotFound;
 // deleting a missing record is ErrNotFound.
 //
-// With -short, the stress tests run at a tenth of their size.
+// With -short, the stress tests run at a tenth of their size; with -race, the concurrency tests at a
+// quarter of theirs.
 package storetest
 
 import (
@@ -237,4 +238,41 @@ func reversed(ids []string) []string {
 	out := slices.Clone(ids)
 	slices.Reverse(out)
 	return out
+}
+
+// concurrencyScale is scale for the tests of what concurrent callers do, and a quarter of that under the
+// race detector: it makes a pure-Go SQLite about fifteen times slower, while a quarter of the operations
+// still has the callers race, which is what those tests check and what the detector watches.
+func concurrencyScale(n int) int {
+	if raceDetector {
+		return max(1, scale(n)/4)
+	}
+	return scale(n)
+}
+
+// utcNow is the time as a coordinator records it: UTC, truncated to microseconds.
+func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// runStatusesBefore returns the statuses from which a run may move to next: the guard a coordinator
+// gives the update that moves it.
+func runStatusesBefore(next orchestrator.RunStatus) []orchestrator.RunStatus {
+	var from []orchestrator.RunStatus
+	for _, s := range []orchestrator.RunStatus{orchestrator.RunPending, orchestrator.RunClaimed, orchestrator.RunRunning} {
+		if s.CanTransition(next) {
+			from = append(from, s)
+		}
+	}
+	return from
+}
+
+// sessionStatusesBefore returns the statuses from which a session may move to next.
+func sessionStatusesBefore(next orchestrator.SessionStatus) []orchestrator.SessionStatus {
+	var from []orchestrator.SessionStatus
+	for _, s := range []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning,
+		orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped} {
+		if s.CanTransition(next) {
+			from = append(from, s)
+		}
+	}
+	return from
 }

@@ -1,4 +1,4 @@
-// Command echorunner is the AI-agent runner of the end-to-end tests: an orchestrator.Runner on an
+// Command echorunner is the AI-agent runner of the end-to-end tests: an runner.Runner on an
 // httpapi.Client (exactly what a remote runner is) with an in-process executor that plays an AI agent
 // without any model. Every run's prompt (parameters.prompt) is appended to the -prompts file as one JSON
 // line {run_id, session_id, mode, prompt}; the run emits an assistant message and then, by what the prompt
@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/runner"
 )
 
 func main() {
@@ -47,7 +48,7 @@ func run(ctx context.Context, log *slog.Logger, coordURL, token, prompts, projec
 		return err
 	}
 	accepts := true
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator:   client,
 		Executor:      &echo{prompts: prompts},
 		ProjectDir:    projectDir,
@@ -61,7 +62,7 @@ func run(ctx context.Context, log *slog.Logger, coordURL, token, prompts, projec
 		return err
 	}
 	log.Info("echorunner starting", "coordinator", coordURL)
-	return runner.Run(ctx)
+	return worker.Run(ctx)
 }
 
 type echo struct {

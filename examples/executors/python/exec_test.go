@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/process"
 	"github.com/agentorchestrator/orchestrator/gateway"
+	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -36,7 +38,7 @@ func TestEchoExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	coord, err := orchestrator.NewCoordinator(orchestrator.CoordinatorConfig{Store: st})
+	coord, err := coordinator.New(coordinator.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestEchoExecutor(t *testing.T) {
 	}
 	gw := gateway.New(coord, gateway.Config{})
 	t.Cleanup(func() { gw.Close() })
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{
+	worker, err := runner.New(runner.Config{
 		Coordinator: coord, Gateway: gw, ExecutorType: "process", ProjectDir: t.TempDir(), ShutdownGrace: time.Second,
 		Executor: process.New(process.Config{Path: script, StopGrace: time.Second}),
 	})
@@ -58,10 +60,10 @@ func TestEchoExecutor(t *testing.T) {
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- runner.Run(runCtx) }()
+	go func() { ran <- worker.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-ran })
 	select {
-	case <-runner.Registered():
+	case <-worker.Registered():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the runner did not register")
 	}

@@ -192,7 +192,7 @@ func trimEOL(b []byte) []byte {
 func (p *StderrPump) add(line string, truncated bool) {
 	ev := orchestrator.NewEvent(orchestrator.EventStderr, stderrData{Line: line, Truncated: truncated})
 	ev.SessionID = p.sessionID
-	ev.Time = orchestrator.Now()
+	ev.Time = time.Now().UTC()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.tail = append(p.tail, line...)
@@ -244,7 +244,7 @@ func (p *StderrPump) flush(ctx context.Context, sink orchestrator.EventSink) {
 			ev := orchestrator.NewEvent(orchestrator.EventStderr, stderrData{
 				Line: fmt.Sprintf("[orchestrator: %d stderr lines dropped because the event sink could not keep up]", dropped),
 			})
-			ev.SessionID, ev.Time = p.sessionID, orchestrator.Now()
+			ev.SessionID, ev.Time = p.sessionID, time.Now().UTC()
 			batch = append(batch, ev)
 			p.logger.Warn("stderr lines dropped: event sink too slow", "session_id", p.sessionID, "dropped", dropped)
 		}

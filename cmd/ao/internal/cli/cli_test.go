@@ -44,7 +44,7 @@ func TestRunFollowsAndPrintsResult(t *testing.T) {
 	t.Parallel()
 	f := crawlerFake()
 	f.script([]string{"fetched /", "fetched /docs/"}, orchestrator.SessionCompleted,
-		&orchestrator.Result{ResultData: json.RawMessage(`{"pages":2,"ok":true}`), ExitCode: orchestrator.Ptr(0)}, "")
+		&orchestrator.Result{ResultData: json.RawMessage(`{"pages":2,"ok":true}`), ExitCode: new(0)}, "")
 	app, out, errb := f.app("")
 	code := app.Run(context.Background(), []string{"run", "web-crawler", "-p", "url=http://x/", "-p", "depth=2", "-p", "patterns=*.html,/docs/*"})
 	if code != 0 {
@@ -77,10 +77,10 @@ func TestRunExitCodes(t *testing.T) {
 		code   int
 		out    string
 	}{
-		{"completed", orchestrator.SessionCompleted, &orchestrator.Result{ResultText: "plain text", ExitCode: orchestrator.Ptr(0)}, "", 0, "plain text\n"},
-		{"failed with exit 3", orchestrator.SessionFailed, &orchestrator.Result{ResultText: "partial\n", ExitCode: orchestrator.Ptr(3), Error: "exit status 3"}, "exit status 3", 3, "partial\n"},
+		{"completed", orchestrator.SessionCompleted, &orchestrator.Result{ResultText: "plain text", ExitCode: new(0)}, "", 0, "plain text\n"},
+		{"failed with exit 3", orchestrator.SessionFailed, &orchestrator.Result{ResultText: "partial\n", ExitCode: new(3), Error: "exit status 3"}, "exit status 3", 3, "partial\n"},
 		{"failed without exit code", orchestrator.SessionFailed, &orchestrator.Result{Error: "runner went offline"}, "runner went offline", 1, ""},
-		{"killed (exit -1)", orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(-1), Error: "timed out"}, "timed out", 1, ""},
+		{"killed (exit -1)", orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(-1), Error: "timed out"}, "timed out", 1, ""},
 		{"stopped", orchestrator.SessionStopped, &orchestrator.Result{Error: "stopped"}, "stopped", 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,14 +119,14 @@ func TestRunExitCodeMapping(t *testing.T) {
 		want   int
 	}{
 		{orchestrator.SessionCompleted, nil, 0},
-		{orchestrator.SessionCompleted, &orchestrator.Result{ExitCode: orchestrator.Ptr(0)}, 0},
-		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(3)}, 3},
-		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(255)}, 255},
-		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(256)}, 1},
-		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(-1)}, 1},
-		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(0), Error: "output invalid"}, 1},
+		{orchestrator.SessionCompleted, &orchestrator.Result{ExitCode: new(0)}, 0},
+		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(3)}, 3},
+		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(255)}, 255},
+		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(256)}, 1},
+		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(-1)}, 1},
+		{orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(0), Error: "output invalid"}, 1},
 		{orchestrator.SessionFailed, nil, 1},
-		{orchestrator.SessionStopped, &orchestrator.Result{ExitCode: orchestrator.Ptr(143)}, 1},
+		{orchestrator.SessionStopped, &orchestrator.Result{ExitCode: new(143)}, 1},
 	} {
 		if got := RunExitCode(tc.status, tc.res); got != tc.want {
 			t.Errorf("RunExitCode(%s, %+v) = %d, want %d", tc.status, tc.res, got, tc.want)
@@ -306,7 +306,7 @@ func TestLogs(t *testing.T) {
 	codec := make(chan int, 1)
 	go func() { codec <- app.Run(context.Background(), []string{"logs", "-f", s.ID, "--json"}) }()
 	f.emit(s.ID, orchestrator.EventStderr, map[string]any{"line": "two"})
-	f.end(s.ID, orchestrator.SessionFailed, &orchestrator.Result{ExitCode: orchestrator.Ptr(3)}, "exit status 3")
+	f.end(s.ID, orchestrator.SessionFailed, &orchestrator.Result{ExitCode: new(3)}, "exit status 3")
 	if code := <-codec; code != 0 {
 		t.Fatalf("logs -f: exit %d; stderr:\n%s", code, errb)
 	}

@@ -1,0 +1,482 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
+)
+
+// StartRun validates the request, creates the session (or readies it for a resume) and its run in one
+// transaction, and wakes a runner that can take it. See [orchestrator.StartRunParams] for the fields.
+//
+// Mode is how the caller learns the outcome (sync, async_poll, async_callback) and defaults to async_poll;
+// Type is whether the run starts a session or resumes one. The legacy "mode": "resume" is read as "type":
+// "resume", in sync mode when the request asks to wait (p.Wait > 0) and async_poll otherwise (see
+// [legacyResume]). A resume's parameters are the new prompt and are checked against the implicit prompt
+// schema; a resumed session keeps its first run's demands and is pinned to the runner of its last run,
+// whose host holds the executor's conversation state.
+func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
+	if err := legacyResume(&p); err != nil {
+		return nil, err
+	}
+	if p.Mode == "" {
+		p.Mode = orchestrator.ModeAsyncPoll
+	}
+	if !p.Mode.Valid() {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+			"mode must be sync, async_poll or async_callback (how you learn the outcome), not %q; start or resume is the type field", p.Mode)
+	}
+	if p.Type == "" {
+		p.Type = orchestrator.RunTypeStart
+	}
+	params, err := c.promptSugar(p)
+	if err != nil {
+		return nil, err
+	}
+	env, err := c.checkRunInputs(&p)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		run *orchestrator.Run
+		fx  = &effects{}
+	)
+	switch p.Type {
+	case orchestrator.RunTypeStart:
+		run, err = c.startSession(ctx, p, params, env, fx)
+	case orchestrator.RunTypeResume:
+		run, err = c.resumeSession(ctx, p, params, env, fx)
+	default:
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+			"type must be start or resume, not %q; sync, async_poll and async_callback are modes (the mode field)", p.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.apply(fx)
+	res := &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending}
+	if p.Mode != orchestrator.ModeSync {
+		return res, nil
+	}
+	wait := p.Wait
+	if wait <= 0 || wait > c.cfg.SyncWait {
+		wait = c.cfg.SyncWait
+	}
+	s, err := c.WaitSession(ctx, run.SessionID, wait)
+	if err != nil {
+		return nil, err
+	}
+	res.Status = s.Status
+	if s.Status.Ended() {
+		res.Result, res.Error = s.Result, s.Error
+	}
+	return res, nil
+}
+
+// legacyResume reads the legacy "mode": "resume" — what early API examples sent for a resume — as
+// "type": "resume", with the mode the caller could not say: sync when it asked to wait (p.Wait, the
+// HTTP API's ?wait=), async_poll otherwise.
+func legacyResume(p *orchestrator.StartRunParams) error {
+	if p.Mode != "resume" {
+		return nil
+	}
+	if p.Type != "" && p.Type != orchestrator.RunTypeResume {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+			"mode \"resume\" (the legacy spelling of type resume) contradicts type %q; give type and mode (sync, async_poll or async_callback)", p.Type)
+	}
+	p.Type, p.Mode = orchestrator.RunTypeResume, ""
+	if p.Wait > 0 {
+		p.Mode = orchestrator.ModeSync
+	}
+	return nil
+}
+
+// promptSugar turns "prompt" into {"prompt": …} and checks the parameters' size and shape.
+func (c *Coordinator) promptSugar(p orchestrator.StartRunParams) (json.RawMessage, error) {
+	params := bytes.TrimSpace(p.Parameters)
+	if bytes.Equal(params, []byte("null")) {
+		params = nil
+	}
+	if p.Prompt != "" {
+		if len(params) > 0 {
+			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "give either prompt or parameters, not both")
+		}
+		params, _ = json.Marshal(map[string]string{"prompt": p.Prompt})
+	}
+	if len(params) > c.limits.MaxParametersBytes {
+		return nil, orchestrator.Errorf(orchestrator.ErrTooLarge, "parameters_too_large", "parameters exceed %d bytes", c.limits.MaxParametersBytes)
+	}
+	if len(params) > 0 && params[0] != '{' {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "parameters must be a JSON object")
+	}
+	return params, nil
+}
+
+// checkRunInputs checks what a request may carry whatever its agent, and returns its metadata.env, which
+// the agent's blueprint must allow ([orchestrator.Blueprint.CheckRunEnv]).
+func (c *Coordinator) checkRunInputs(p *orchestrator.StartRunParams) (map[string]string, error) {
+	if len(p.Metadata) > c.limits.MaxParametersBytes {
+		return nil, orchestrator.Errorf(orchestrator.ErrTooLarge, "metadata_too_large", "metadata exceeds %d bytes", c.limits.MaxParametersBytes)
+	}
+	env, err := orchestrator.MetadataEnv(p.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if m := bytes.TrimSpace(p.Metadata); len(m) == 0 || bytes.Equal(m, []byte("null")) {
+		p.Metadata = nil
+	}
+	return env, c.checkRunOptions(p)
+}
+
+func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
+	if len(p.OutputSchema) > c.limits.MaxSchemaBytes {
+		return orchestrator.Errorf(orchestrator.ErrTooLarge, "schema_too_large", "output_schema exceeds %d bytes", c.limits.MaxSchemaBytes)
+	}
+	if os := bytes.TrimSpace(p.OutputSchema); len(os) > 0 && !bytes.Equal(os, []byte("null")) {
+		if _, err := c.schemas.Compile(os); err != nil {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
+		}
+	} else {
+		p.OutputSchema = nil
+	}
+	if p.CallbackURL != "" {
+		u, err := url.Parse(p.CallbackURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || len(p.CallbackURL) > 2048 {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "callback_url must be an absolute http or https URL")
+		}
+		// What the URL shows is refused now; where a name leads is checked when the delivery connects.
+		if err := c.egress.CheckURL(u); err != nil {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "callback_url_refused", "callback_url: %v", err)
+		}
+		if len(c.cfg.WebhookSecret) == 0 {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "callback_url_unavailable",
+				"callback_url needs a webhook secret configured on the coordinator, to sign the deliveries")
+		}
+	}
+	if len(p.ProjectDir) > 4096 || strings.ContainsRune(p.ProjectDir, 0) {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "project_dir is not valid")
+	}
+	if p.Demands != nil {
+		if err := p.Demands.Validate(); err != nil {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "demands: %v", err)
+		}
+	}
+	if p.Mode == orchestrator.ModeAsyncCallback && p.ParentSessionID == "" && p.Type != orchestrator.RunTypeResume {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "async_callback mode needs parent_session_id: the session to resume with the result")
+	}
+	return nil
+}
+
+func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string, fx *effects) (*orchestrator.Run, error) {
+	if p.AgentName == "" {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
+	}
+	if p.SessionID != "" {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
+	}
+	agent, err := c.startAgent(ctx, p.AgentName)
+	if err != nil {
+		return nil, err
+	}
+	b := agent.Blueprint // shared with the agent cache: read only
+	if b.Disabled {
+		return nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
+	}
+	if err := b.CheckRunEnv(env); err != nil {
+		return nil, err
+	}
+	if err := c.checkParent(ctx, p); err != nil {
+		return nil, err
+	}
+	normalized, err := c.validateParameters(agent.Name, b.EffectiveParametersSchema(), params)
+	if err != nil {
+		return nil, err
+	}
+	demands := orchestrator.Demands{}
+	if b.Demands != nil {
+		demands = *b.Demands
+		demands.Tags = slices.Clone(demands.Tags) // the run's own, not the cached blueprint's
+	}
+	if agent.RunnerID != "" {
+		demands.RunnerID = agent.RunnerID
+	}
+	if demands, err = mergeRequestDemands(demands, p); err != nil {
+		return nil, err
+	}
+	outputSchema := p.OutputSchema
+	if len(outputSchema) == 0 {
+		outputSchema = b.OutputSchema
+	}
+	now := c.now()
+	s := &orchestrator.Session{
+		ID:              ids.New(orchestrator.SessionIDPrefix),
+		AgentName:       agent.Name,
+		AgentType:       b.Type,
+		Status:          orchestrator.SessionPending,
+		ParentSessionID: p.ParentSessionID,
+		Callback:        p.Mode == orchestrator.ModeAsyncCallback,
+		ProjectDir:      p.ProjectDir,
+		Parameters:      normalized,
+		OutputSchema:    outputSchema,
+		Demands:         demands,
+		Metadata:        p.Metadata,
+		CreatedAt:       now,
+		UpdatedAt:       now,
+	}
+	run := &orchestrator.Run{
+		ID:           ids.New(orchestrator.RunIDPrefix),
+		SessionID:    s.ID,
+		AgentName:    agent.Name,
+		AgentType:    b.Type,
+		Type:         orchestrator.RunTypeStart,
+		Mode:         p.Mode,
+		Status:       orchestrator.RunPending,
+		Parameters:   normalized,
+		Demands:      demands,
+		ProjectDir:   p.ProjectDir,
+		OutputSchema: outputSchema,
+		Metadata:     p.Metadata,
+		CallbackURL:  p.CallbackURL,
+		CreatedAt:    now,
+	}
+	s.CurrentRunID = run.ID
+	if err := c.store.CreateSessionWithRun(ctx, s, run); err != nil {
+		return nil, err
+	}
+	fx.wakeFor(run)
+	return run, nil
+}
+
+// checkParent enforces the callback rules: a parent must exist, and only an AI session can be resumed with
+// a child's result (seed 001 §3: deterministic callers use sync).
+func (c *Coordinator) checkParent(ctx context.Context, p orchestrator.StartRunParams) error {
+	if p.ParentSessionID == "" {
+		return nil
+	}
+	parent, err := c.store.GetSession(ctx, p.ParentSessionID)
+	if errors.Is(err, orchestrator.ErrNotFound) {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "parent_session_not_found", "parent session %q not found", p.ParentSessionID)
+	}
+	if err != nil {
+		return err
+	}
+	if p.Mode == orchestrator.ModeAsyncCallback && parent.AgentType == orchestrator.AgentTypeDeterministic {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "callback_to_deterministic",
+			"deterministic sessions cannot receive callbacks: they cannot be resumed; start the child in sync mode instead")
+	}
+	return nil
+}
+
+func mergeRequestDemands(d orchestrator.Demands, p orchestrator.StartRunParams) (orchestrator.Demands, error) {
+	var err error
+	if p.Demands != nil {
+		if d, err = d.Merge(*p.Demands); err != nil {
+			return d, err
+		}
+	}
+	if p.ProjectDir != "" {
+		if d, err = d.Merge(orchestrator.Demands{ProjectDir: p.ProjectDir}); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// validateParameters applies the schema's defaults and checks params against it. Without a schema any
+// JSON object is accepted.
+func (c *Coordinator) validateParameters(agent string, schema, params json.RawMessage) (json.RawMessage, error) {
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	if len(schema) == 0 {
+		if !json.Valid(params) {
+			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_json", "parameters are not valid JSON")
+		}
+		return params, nil
+	}
+	compiled, err := c.schemas.Compile(schema)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q has an unusable parameters_schema: %w", agent, err)
+	}
+	normalized, ferrs, err := compiled.Normalize(params)
+	if err != nil {
+		return nil, err
+	}
+	if len(ferrs) > 0 {
+		return nil, &orchestrator.ValidationError{AgentName: agent, Errors: ferrs, Schema: schema}
+	}
+	return normalized, nil
+}
+
+func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string, fx *effects) (*orchestrator.Run, error) {
+	notResumable := func(agent string) error {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
+	}
+	// Naming a deterministic agent is reason enough, whatever the session (seed 002's example).
+	if p.AgentName != "" {
+		if a, err := c.store.GetAgent(ctx, p.AgentName); err == nil && a.Type() == orchestrator.AgentTypeDeterministic {
+			return nil, notResumable(a.Name)
+		}
+	}
+	if p.SessionID == "" {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "resume needs session_id")
+	}
+	s, err := lookup(c.store.GetSession(ctx, p.SessionID)).as("session", p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if s.AgentType == orchestrator.AgentTypeDeterministic {
+		return nil, notResumable(s.AgentName)
+	}
+	if p.AgentName != "" && p.AgentName != s.AgentName {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session %s belongs to agent %q, not %q", s.ID, s.AgentName, p.AgentName)
+	}
+	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback and output schema")
+	}
+	if p.Mode == orchestrator.ModeAsyncCallback {
+		// The resumed run calls back the session's own parent when it ends.
+		if s.ParentSessionID == "" {
+			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session %s has no parent session to call back", s.ID)
+		}
+		p.ParentSessionID = s.ParentSessionID
+		if err := c.checkParent(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.checkResumeEnv(ctx, s, p.Metadata, env); err != nil {
+		return nil, err
+	}
+	normalized, err := c.validateParameters(s.AgentName, orchestrator.ImplicitPromptSchema, params)
+	if err != nil {
+		return nil, err
+	}
+	demands := s.Demands
+	if s.RunnerID != "" && s.ExecutorSessionID != "" {
+		demands.RunnerID = s.RunnerID // the conversation state lives on that runner's host
+	}
+	if demands, err = mergeRequestDemands(demands, p); err != nil {
+		return nil, err
+	}
+	run := c.newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
+	err = c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		return c.queueResume(ctx, tx, s, run)
+	})
+	if errors.Is(err, orchestrator.ErrConflict) {
+		return nil, orchestrator.Errorf(orchestrator.ErrConflict, "session_busy", "session %s is not idle; resume it after its current run ends", s.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fx.wakeFor(run)
+	return run, nil
+}
+
+// checkResumeEnv checks the metadata.env a resume runs with — the request's, or the session's when the
+// request has no metadata — against the agent's blueprint as it is now: allowed_env may have shrunk since
+// the session started.
+func (c *Coordinator) checkResumeEnv(ctx context.Context, s *orchestrator.Session, metadata json.RawMessage, env map[string]string) error {
+	if metadata == nil {
+		var err error
+		if env, err = orchestrator.MetadataEnv(s.Metadata); err != nil {
+			return err
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	agent, err := c.startAgent(ctx, s.AgentName)
+	if err != nil {
+		return err
+	}
+	return agent.Blueprint.CheckRunEnv(env)
+}
+
+func (c *Coordinator) newResumeRun(s *orchestrator.Session, params json.RawMessage, mode orchestrator.Mode, demands orchestrator.Demands, metadata json.RawMessage) *orchestrator.Run {
+	if metadata == nil {
+		metadata = s.Metadata
+	}
+	return &orchestrator.Run{
+		ID:           ids.New(orchestrator.RunIDPrefix),
+		SessionID:    s.ID,
+		AgentName:    s.AgentName,
+		AgentType:    s.AgentType,
+		Type:         orchestrator.RunTypeResume,
+		Mode:         mode,
+		Status:       orchestrator.RunPending,
+		Parameters:   params,
+		Demands:      demands,
+		ProjectDir:   s.ProjectDir,
+		OutputSchema: s.OutputSchema,
+		Metadata:     metadata,
+		CreatedAt:    c.now(),
+	}
+}
+
+// queueResume moves an ended session back to pending with run as its current run. The guard on the
+// session's status makes a concurrent second resume lose with ErrConflict.
+func (c *Coordinator) queueResume(ctx context.Context, tx orchestrator.Store, s *orchestrator.Session, run *orchestrator.Run) error {
+	if _, err := tx.UpdateSession(ctx, s.ID, []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped}, orchestrator.SessionUpdate{
+		Status: new(orchestrator.SessionPending), CurrentRunID: &run.ID, ClearEndedAt: true, Error: new(""), UpdatedAt: run.CreatedAt,
+	}); err != nil {
+		return err
+	}
+	return tx.CreateRun(ctx, run)
+}
+
+// GetRun returns a run.
+func (c *Coordinator) GetRun(ctx context.Context, id string) (*orchestrator.Run, error) {
+	return lookup(c.store.GetRun(ctx, id)).as("run", id)
+}
+
+// ListRuns lists runs, oldest first.
+func (c *Coordinator) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	return c.store.ListRuns(ctx, f)
+}
+
+// StopRun stops a run. A pending run is stopped at once without reaching a runner. A claimed or running
+// run gets a stop request that its runner receives through its parked poll immediately; the runner kills
+// the execution and reports the run stopped. Stopping an ended run changes nothing.
+func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run, error) {
+	run, err := lookup(c.store.GetRun(ctx, id)).as("run", id)
+	if err != nil {
+		return nil, err
+	}
+	switch run.Status {
+	case orchestrator.RunPending:
+		fx := &effects{}
+		err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+			*fx = effects{}
+			return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunStopped, nil, "stopped before it started")
+		})
+		if errors.Is(err, orchestrator.ErrConflict) {
+			return c.StopRun(ctx, id) // it was claimed meanwhile: ask its runner
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.apply(fx)
+	case orchestrator.RunClaimed, orchestrator.RunRunning:
+		if run.StopRequestedAt == nil {
+			now := c.now()
+			_, err := c.store.UpdateRun(ctx, id, []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "", orchestrator.RunUpdate{StopRequestedAt: &now})
+			if err != nil && !errors.Is(err, orchestrator.ErrConflict) {
+				return nil, err
+			}
+			c.wake(runnerKey(run.RunnerID))
+			c.wake(runnerStopsKey(run.RunnerID))
+		}
+	}
+	return c.GetRun(ctx, id)
+}
