@@ -390,7 +390,7 @@ func TestSessionsShowsNewest(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "SESSION") || !strings.HasPrefix(lines[1], "ses_2496 ") || !strings.HasPrefix(lines[3], "ses_2500 ") {
 		t.Errorf("sessions --limit 3 --status failed:\n%s", out)
 	}
-	if !strings.Contains(errb.String(), "the newest 3 of 1250") {
+	if !strings.Contains(errb.String(), "the newest 3; older ones match too") {
 		t.Errorf("stderr %q", errb)
 	}
 	app, out, _ = f.app("")
@@ -399,11 +399,11 @@ func TestSessionsShowsNewest(t *testing.T) {
 	}
 	var doc struct {
 		Sessions []*orchestrator.Session `json:"sessions"`
-		Total    int                     `json:"total"`
+		More     bool                    `json:"more"`
 	}
 	decodeJSONDoc(t, out.Bytes(), &doc)
-	if len(doc.Sessions) != 2500 || doc.Total != 2500 {
-		t.Errorf("--limit 0 --json: %d sessions, total %d", len(doc.Sessions), doc.Total)
+	if len(doc.Sessions) != 2500 || doc.More || doc.Sessions[0].ID != "ses_0001" {
+		t.Errorf("--limit 0 --json: %d sessions (first %s), more %v; want all 2500, oldest first", len(doc.Sessions), doc.Sessions[0].ID, doc.More)
 	}
 }
 

@@ -91,26 +91,37 @@ running) and ended (the other three), comma-separated or repeated.`,
 // listPage is how many sessions one request lists.
 const listPage = 1000
 
-// newestSessions lists the sessions matching f and keeps the newest limit (all when limit is 0), oldest
-// first, with how many matched. The API lists oldest first, so it reads every page.
-func newestSessions(ctx context.Context, coord orchestrator.Coordinator, f orchestrator.SessionFilter, limit int) ([]*orchestrator.Session, int, error) {
+// newestSessions lists the newest limit sessions matching f (all of them when limit is 0), oldest first,
+// and reports whether older ones were left out. It reads the listing newest first, so a limit costs one
+// request however many sessions the store holds.
+func newestSessions(ctx context.Context, coord orchestrator.Coordinator, f orchestrator.SessionFilter, limit int) ([]*orchestrator.Session, bool, error) {
+	f.NewestFirst = true
 	f.Limit = listPage
+	if limit > 0 {
+		f.Limit = min(limit, listPage)
+	}
 	var keep []*orchestrator.Session
-	total := 0
 	for {
 		page, err := coord.ListSessions(ctx, f)
 		if err != nil {
-			return nil, 0, err
+			return nil, false, err
 		}
-		total += len(page.Sessions)
 		keep = append(keep, page.Sessions...)
-		if limit > 0 && len(keep) > limit {
-			keep = slices.Clone(keep[len(keep)-limit:])
+		more := page.NextCursor != "" && len(page.Sessions) > 0
+		if limit > 0 && len(keep) >= limit {
+			more = more || len(keep) > limit
+			keep = keep[:limit]
+			slices.Reverse(keep)
+			return keep, more, nil
 		}
-		if page.NextCursor == "" || len(page.Sessions) == 0 {
-			return keep, total, nil
+		if !more {
+			slices.Reverse(keep)
+			return keep, false, nil
 		}
 		f.AfterID = page.NextCursor
+		if limit > 0 {
+			f.Limit = min(limit-len(keep), listPage)
+		}
 	}
 }
 
@@ -119,7 +130,7 @@ func (e *env) sessions(ctx context.Context, f orchestrator.SessionFilter, limit 
 	if err != nil {
 		return err
 	}
-	list, total, err := newestSessions(ctx, coord, f, limit)
+	list, more, err := newestSessions(ctx, coord, f, limit)
 	if err != nil {
 		return err
 	}
@@ -127,7 +138,7 @@ func (e *env) sessions(ctx context.Context, f orchestrator.SessionFilter, limit 
 		if list == nil {
 			list = []*orchestrator.Session{}
 		}
-		writeJSON(e.app.Stdout, map[string]any{"sessions": list, "total": total})
+		writeJSON(e.app.Stdout, map[string]any{"sessions": list, "more": more})
 		return nil
 	}
 	if len(list) == 0 {
@@ -151,8 +162,8 @@ func (e *env) sessions(ctx context.Context, f orchestrator.SessionFilter, limit 
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	if len(list) < total {
-		fmt.Fprintf(e.app.Stderr, "(the newest %d of %d; --limit 0 shows all)\n", len(list), total)
+	if more {
+		fmt.Fprintf(e.app.Stderr, "(the newest %d; older ones match too: --limit 0 shows all)\n", len(list))
 	}
 	return nil
 }

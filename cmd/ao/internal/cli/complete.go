@@ -63,9 +63,8 @@ const (
 	sessionsResumable        // ended AI sessions
 )
 
-// completeSessions completes a session id. Listing sessions is paged oldest first, so it reads one page:
-// of the live sessions (few, usually) for stop, else of all sessions, newest first; a store with more
-// sessions than a page offers the live ones only rather than reading them all.
+// completeSessions completes a session id from one page of sessions, newest first: the live ones for
+// stop, else all of them.
 func (e *env) completeSessions(which int) cobra.CompletionFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 && c.Flags().Lookup("parent") == nil {
@@ -77,20 +76,15 @@ func (e *env) completeSessions(which int) cobra.CompletionFunc {
 		}
 		ctx, cancel := completeCtx(c)
 		defer cancel()
-		live := orchestrator.SessionFilter{Statuses: []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning}, Limit: listPage}
-		f := orchestrator.SessionFilter{Limit: listPage}
+		f := orchestrator.SessionFilter{Limit: listPage, NewestFirst: true}
 		if which == sessionsLive {
-			f = live
+			f.Statuses = []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning}
 		}
 		page, err := coord.ListSessions(ctx, f)
-		if err == nil && page.NextCursor != "" && which != sessionsLive {
-			page, err = coord.ListSessions(ctx, live)
-		}
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		list := slices.Clone(page.Sessions)
-		slices.Reverse(list)
+		list := page.Sessions
 		now := time.Now()
 		var out []cobra.Completion
 		for _, s := range list {

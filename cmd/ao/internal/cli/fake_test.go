@@ -210,6 +210,10 @@ func (f *fakeCoord) ListSessions(_ context.Context, fl orchestrator.SessionFilte
 			match = append(match, s)
 		}
 	}
+	if fl.NewestFirst {
+		match = slices.Clone(match)
+		slices.Reverse(match)
+	}
 	if fl.AfterID != "" {
 		i := slices.IndexFunc(match, func(s *orchestrator.Session) bool { return s.ID == fl.AfterID })
 		match = match[i+1:]
