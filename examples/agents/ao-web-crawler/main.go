@@ -40,9 +40,11 @@
 //
 //	fetched https://example.com/ (200, 3 links)
 //
-// Exit status: 0 when the crawl ran, even if some pages failed; 2 for invalid flags (a bad URL, a
-// negative depth, ...), with the reason on stderr; 1 when interrupted (SIGINT or SIGTERM), after printing
-// the partial report.
+// Exit status: 0 when the crawl ran, even if some pages other than the start page failed; 3 when the
+// start page itself could not be fetched (unreachable, or answered 400 or more), after printing the report
+// that says why — a crawl that found nothing at its start is a failure for whoever asked for it; 2 for
+// invalid flags (a bad URL, a negative depth, ...), with the reason on stderr; 1 when interrupted (SIGINT
+// or SIGTERM), after printing the partial report.
 package main
 
 import (
@@ -85,7 +87,8 @@ Flags:
   --max_body_bytes N               read at most N bytes of each response (default 2097152)
   --help                           show this help
 
-Exit status: 0 crawl done (failed pages are listed in "errors"), 1 interrupted, 2 invalid flags.
+Exit status: 0 crawl done (failed pages are listed in "errors"), 1 interrupted, 2 invalid flags,
+3 the start page could not be fetched (the report's "errors" says why).
 `
 
 const shortUsage = "usage: ao-web-crawler --url URL [--depth N] [--patterns GLOBS] [--max_pages N] [--all_hosts] [--timeout_seconds S] (--help for all flags)\n"
@@ -207,6 +210,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if report.StopReason == StopInterrupted {
 		fmt.Fprintln(stderr, "ao-web-crawler: interrupted; the report above is partial")
 		return 1
+	}
+	for _, e := range report.Errors {
+		if e.URL == report.StartURL {
+			fmt.Fprintf(stderr, "ao-web-crawler: the start page %s could not be fetched: %s\n", e.URL, e.Error)
+			return 3
+		}
 	}
 	return 0
 }

@@ -78,6 +78,25 @@ func TestRunSameHostFalse(t *testing.T) {
 	}
 }
 
+// A crawl whose start page cannot be fetched fails: exit 3, with the report (and its reason) on stdout.
+func TestRunStartPageUnreachable(t *testing.T) {
+	s := newTestSite(t)
+	for name, url := range map[string]string{
+		"refused":   "http://127.0.0.1:1/",
+		"not found": s.srv.URL + "/no-such-page",
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"--url", url, "--depth", "1", "--timeout_seconds", "5"}, &stdout, &stderr)
+		if code != 3 || !strings.Contains(stderr.String(), "could not be fetched") {
+			t.Errorf("%s: exit %d, stderr %q; want 3 naming the start page", name, code, stderr.String())
+		}
+		var r Report
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || len(r.Errors) != 1 || r.Errors[0].URL != r.StartURL {
+			t.Errorf("%s: report %s (%v), want the start page's error in it", name, stdout.String(), err)
+		}
+	}
+}
+
 // buildBinary compiles the package into a temporary directory under the name blueprints run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
