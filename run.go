@@ -29,6 +29,9 @@ type Run struct {
 	Parked bool `json:"parked,omitempty"`
 	// RunnerID is the runner that claimed the run.
 	RunnerID string `json:"runner_id,omitempty"`
+	// TraceParent is the W3C traceparent of the span that created the run: its claim, execution and report
+	// continue that trace, and the executed process gets it as TRACEPARENT.
+	TraceParent string `json:"traceparent,omitempty"`
 	// Error says why the run failed or stopped.
 	Error string `json:"error,omitempty"`
 	// StopRequestedAt is set when someone asked to stop the run; StopSentAt when the stop was handed to the

@@ -137,7 +137,8 @@ type BriefUpdater interface {
 }
 
 // RunBrief is the part of a run that a coordinator needs after it changed the run: which session it
-// belongs to, what it runs, how its caller is told of its end, and its holder and status after the change.
+// belongs to, what it runs, how its caller is told of its end, its holder and status after the change, and
+// what its metrics and trace need (when it was created, the trace it belongs to).
 type RunBrief struct {
 	ID          string
 	SessionID   string
@@ -147,13 +148,16 @@ type RunBrief struct {
 	Status      RunStatus
 	RunnerID    string
 	CallbackURL string
+	TraceParent string
+	CreatedAt   time.Time
 }
 
 // Brief returns the run's brief.
 func (r *Run) Brief() *RunBrief {
 	return &RunBrief{
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
-		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
+		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL, TraceParent: r.TraceParent,
+		CreatedAt: r.CreatedAt,
 	}
 }
 

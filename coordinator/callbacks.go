@@ -74,6 +74,7 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Stor
 		return err
 	}
 	fx.changed = append(fx.changed, parent.ID)
+	fx.callbacksDelivered += len(pending)
 	fx.wakeFor(run)
 	return nil
 }

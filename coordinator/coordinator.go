@@ -95,6 +95,9 @@ type Config struct {
 	// Limits bound inputs; zero fields take the defaults of [orchestrator.DefaultLimits].
 	Limits orchestrator.Limits
 
+	// Metrics receives the coordinator's measurements (prommetrics.New fits). Default: none.
+	Metrics Metrics
+
 	// Now is the coordinator's clock. Every time it records comes from it — in UTC, truncated to
 	// microseconds, so that every store keeps it as it is — and so does every threshold it measures
 	// records against: runner liveness (StaleAfter, OfflineAfter), NoMatchTimeout, ParkAfter, StopResend,
@@ -149,6 +152,8 @@ type Coordinator struct {
 	noMatchPages, parkPages sweepPages
 	// secrets caches the runners' secret hashes for VerifyRunnerSecret.
 	secrets *ttlcache.Cache[[sha256.Size]byte]
+	// metrics is Config.Metrics; nil measures nothing.
+	metrics Metrics
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -225,6 +230,7 @@ func New(cfg Config) (*Coordinator, error) {
 		webhookKick:  make(chan struct{}, 1),
 		webhookSlots: make(chan struct{}, cfg.WebhookConcurrency),
 		egress:       egressPolicy,
+		metrics:      cfg.Metrics,
 	}
 	if cfg.AgentCacheTTL > 0 {
 		c.agents = ttlcache.New[*orchestrator.Agent](cfg.AgentCacheTTL, agentCacheMax)

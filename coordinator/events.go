@@ -88,7 +88,7 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 		}
 		out[i] = &orchestrator.Event{SessionID: sessionID, Type: e.Type, Time: now, Data: data}
 	}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opAppendEvents, func(ctx context.Context, tx orchestrator.Store) error {
 		if executorSessionID != "" {
 			if _, err := tx.UpdateSession(ctx, sessionID, nil, orchestrator.SessionUpdate{ExecutorSessionID: &executorSessionID, UpdatedAt: now}); err != nil {
 				return err

@@ -68,6 +68,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 		return err
 	}
 	fx.ended = append(fx.ended, s.ID)
+	fx.runsEnded = append(fx.runsEnded, endedRun{run.AgentName, status, now.Sub(run.CreatedAt)})
 	if run.CallbackURL != "" {
 		if err := c.queueWebhook(ctx, tx, fx, run, orchestrator.WebhookPayload{
 			Event: "session.ended", SessionID: s.ID, RunID: run.ID, AgentName: s.AgentName,
@@ -91,6 +92,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 		if err := tx.CreateCallback(ctx, cb); err != nil {
 			return err
 		}
+		fx.callbacksRecorded++
 		if err := c.deliverCallbacks(ctx, tx, fx, s.ParentSessionID); err != nil {
 			return err
 		}
@@ -174,7 +176,7 @@ func messageText(content json.RawMessage) string {
 // failRun ends a run that never reached a runner, or whose runner is gone, as failed.
 func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg string) error {
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, nil, msg)
 	})
@@ -192,7 +194,7 @@ func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg st
 // concurrent claim skips the row until this transaction has ended it.
 func (c *Coordinator) failPending(ctx context.Context, run *orchestrator.Run, msg string) error {
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		if _, err := tx.UpdateRun(ctx, run.ID, []orchestrator.RunStatus{orchestrator.RunPending}, "", orchestrator.RunUpdate{}); err != nil {
 			return err

@@ -66,7 +66,7 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 		return errs
 	}
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opReportBatch, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		for _, i := range ended {
 			rep := reps[i]
@@ -94,7 +94,7 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 
 func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunReport) error {
 	var sessionID string
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opReportStarted, func(ctx context.Context, tx orchestrator.Store) error {
 		now := c.now()
 		run, err := updateRunBrief(ctx, tx, rep.RunID, []orchestrator.RunStatus{orchestrator.RunClaimed}, rep.RunnerID,
 			orchestrator.RunUpdate{Status: new(orchestrator.RunRunning), StartedAt: &now})
@@ -123,7 +123,7 @@ func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunRep
 
 func (c *Coordinator) reportEnded(ctx context.Context, rep orchestrator.RunReport) error {
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		return c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error)
 	})

@@ -248,7 +248,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 		CreatedAt:    now,
 	}
 	s.CurrentRunID = run.ID
-	if err := c.store.CreateSessionWithRun(ctx, s, run); err != nil {
+	if err := c.createSessionWithRun(ctx, s, run); err != nil {
 		return nil, err
 	}
 	fx.wakeFor(run)
@@ -367,7 +367,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		return nil, err
 	}
 	run := c.newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
-	err = c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err = c.inTx(ctx, opResume, func(ctx context.Context, tx orchestrator.Store) error {
 		return c.queueResume(ctx, tx, s, run)
 	})
 	if errors.Is(err, orchestrator.ErrConflict) {
@@ -456,7 +456,7 @@ func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run
 	switch run.Status {
 	case orchestrator.RunPending:
 		fx := &effects{}
-		err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 			*fx = effects{}
 			return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunStopped, nil, "stopped before it started")
 		})

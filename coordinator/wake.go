@@ -27,9 +27,15 @@ type effects struct {
 	wakeRunners []string // runners that have new work pinned to them
 	wakeAll     bool     // unpinned work that any runner may take
 	webhooks    bool     // webhook deliveries were queued
+
+	// What the metrics count (see count).
+	created                               []string // agents of the runs queued
+	runsEnded                             []endedRun
+	callbacksRecorded, callbacksDelivered int
 }
 
 func (fx *effects) wakeFor(r *orchestrator.Run) {
+	fx.created = append(fx.created, r.AgentName)
 	if r.Demands.RunnerID != "" {
 		fx.wakeRunners = append(fx.wakeRunners, r.Demands.RunnerID)
 	} else {
@@ -58,6 +64,7 @@ func (c *Coordinator) apply(fx *effects) {
 	if fx.webhooks {
 		c.kickWebhooks()
 	}
+	c.count(fx)
 }
 
 // deliverRemote wakes the waiters of a key another replica published. The empty key means that

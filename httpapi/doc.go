@@ -9,7 +9,7 @@
 // # Routes
 //
 // Roles: A admin, C client, T the shared runner token (registration only), R a registered runner's own
-// credential (see "Runners" below); admin may call every route. GET /health, GET /ready and the
+// credential (see "Runners" below), M a metrics scraper's token ([RoleMetrics]); admin may call every route. GET /health, GET /ready and the
 // dashboard's pages (GET /ui/…) are open.
 //
 //	GET    /health                              open   {"status":"ok"}: liveness (the process serves)
@@ -34,6 +34,7 @@
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
 //	POST|GET|DELETE /mcp                        C      MCP over streamable HTTP (Config.MCP; 404 when unset)
+//	GET    /metrics                             M      Prometheus metrics (Config.Metrics; 404 when unset)
 //	GET    /ui/                                 open   the dashboard: its pages and assets under /ui/ (Config.UI; 404 when unset)
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204

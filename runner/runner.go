@@ -81,8 +81,24 @@ type Config struct {
 	// Gateway, when set, is opened for each run and gives the run's processes their way back to the
 	// coordinator (see [Gateway]).
 	Gateway Gateway
+	// Metrics receives the runner's measurements (prommetrics.New fits). Default: none.
+	Metrics Metrics
 	// Logger receives operational logs. Default: discard.
 	Logger *slog.Logger
+}
+
+// Metrics receives a runner's measurements ([Config].Metrics). Its methods are called with the runner's
+// lock held: they must not block.
+type Metrics interface {
+	// SlotsBusy reports how many of the runner's MaxConcurrent slots execute a run, whenever it changes.
+	SlotsBusy(n int)
+}
+
+// slotsBusy reports n busy slots to the metrics, if any; r.mu is held.
+func (r *Runner) slotsBusy(n int) {
+	if r.cfg.Metrics != nil {
+		r.cfg.Metrics.SlotsBusy(n)
+	}
 }
 
 // Gateway gives a run's processes scoped access to the coordinator. The runner opens it before a run
@@ -425,6 +441,7 @@ func (r *Runner) start(runsCtx context.Context, asg *orchestrator.Assignment) {
 		return
 	}
 	r.active[asg.Run.ID] = ar
+	r.slotsBusy(len(r.active))
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
@@ -437,6 +454,7 @@ func (r *Runner) start(runsCtx context.Context, asg *orchestrator.Assignment) {
 func (r *Runner) finished(runID string) {
 	r.mu.Lock()
 	delete(r.active, runID)
+	r.slotsBusy(len(r.active))
 	now := time.Now()
 	r.recent[runID] = now
 	r.recentOrder = append(r.recentOrder, runID)

@@ -12,6 +12,9 @@
 // Webhooks; a "whsec_…" secret is base64); without it runs cannot ask for one. Deliveries reach public
 // addresses only: -webhook-allow-hosts opens hosts or CIDR prefixes (comma-separated, e.g. 127.0.0.1).
 //
+// GET /metrics serves Prometheus metrics to -metrics-token (ORCHESTRATOR_METRICS_TOKEN), a token that
+// reads nothing else, and to admin tokens; with no tokens at all it is open like the rest of the API.
+//
 // Several coordinators may serve one PostgreSQL database (-db postgres://…): they wake each other's parked
 // runners through LISTEN/NOTIFY, and runners and clients may be given all their URLs, comma-separated.
 package main
@@ -19,6 +22,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -32,13 +36,14 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/prommetrics"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 	"github.com/agentorchestrator/orchestrator/ui"
 )
 
 type options struct {
 	addr, db, agentsDir, webhookSecret string
-	admin, client, runner              string
+	admin, client, runner, metrics     string
 	webhookAllowHosts                  string
 	insecure, ui                       bool
 }
@@ -52,6 +57,7 @@ func main() {
 	flag.StringVar(&o.admin, "admin-token", os.Getenv("ORCHESTRATOR_ADMIN_TOKEN"), "admin bearer token(s), comma-separated")
 	flag.StringVar(&o.client, "client-token", os.Getenv("ORCHESTRATOR_CLIENT_TOKEN"), "client bearer token(s)")
 	flag.StringVar(&o.runner, "runner-token", os.Getenv("ORCHESTRATOR_RUNNER_TOKEN"), "runner bearer token(s)")
+	flag.StringVar(&o.metrics, "metrics-token", os.Getenv("ORCHESTRATOR_METRICS_TOKEN"), "bearer token(s) that may read GET /metrics and nothing else")
 	flag.StringVar(&o.agentsDir, "agents-dir", "", "folder of AI agent blueprints (*.json) loaded into the registry at start")
 	flag.StringVar(&o.webhookSecret, "webhook-secret", os.Getenv("ORCHESTRATOR_WEBHOOK_SECRET"), "secret signing callback_url deliveries (whsec_ + base64, or any text)")
 	flag.StringVar(&o.webhookAllowHosts, "webhook-allow-hosts", "", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)")
@@ -78,6 +84,9 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg coordinator.Confi
 	if err != nil {
 		return err
 	}
+	if err := addTokens(tokens, o.metrics, httpapi.RoleMetrics); err != nil {
+		return err
+	}
 	if err := httpapi.CheckListenAddr(o.addr, len(tokens) == 0, o.insecure); err != nil {
 		return err
 	}
@@ -99,10 +108,13 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg coordinator.Confi
 	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
 	cfg.Store, cfg.Logger, cfg.Notifier, cfg.WebhookSecret = store, log, store.Notifier(), []byte(o.webhookSecret)
 	cfg.WebhookAllowHosts = strings.Split(o.webhookAllowHosts, ",")
+	metrics := prommetrics.New()
+	cfg.Metrics = metrics
 	coord, err := coordinator.New(cfg)
 	if err != nil {
 		return err
 	}
+	metrics.WatchCoordinator(coord)
 	if err := coord.PutAgents(ctx, agents); err != nil {
 		return err
 	}
@@ -116,7 +128,8 @@ func run(ctx context.Context, log *slog.Logger, o options, cfg coordinator.Confi
 	}
 	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(o.db), "auth", len(tokens) > 0,
 		"notifier", cfg.Notifier != nil, "agents_loaded", len(agents))
-	hcfg := httpapi.Config{Tokens: tokens, Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})}
+	hcfg := httpapi.Config{Tokens: tokens, Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log}),
+		Metrics: metrics.Handler()}
 	if o.ui {
 		hcfg.UI = ui.NewHandler()
 		log.Info("dashboard", "url", "http://"+ln.Addr().String()+ui.Path)
@@ -131,4 +144,19 @@ func redact(db string) string {
 		return u.Redacted()
 	}
 	return db
+}
+
+// addTokens adds the comma-separated tokens in list to tokens with role.
+func addTokens(tokens map[string]httpapi.Role, list string, role httpapi.Role) error {
+	parsed, err := httpapi.ParseTokens("", list, "") // checked as any token is; the role is set below
+	if err != nil {
+		return err
+	}
+	for tok := range parsed {
+		if prev, ok := tokens[tok]; ok {
+			return fmt.Errorf("the same token is configured for roles %s and %s", prev, role)
+		}
+		tokens[tok] = role
+	}
+	return nil
 }

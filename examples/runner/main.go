@@ -17,7 +17,8 @@
 // -token (visible to other users in /proc/<pid>/cmdline) or ORCHESTRATOR_RUNNER_TOKEN. With -run-as USER
 // (the runner must be root) the programs run as that user, who can read neither the runner's environment
 // nor its token file. SIGINT/SIGTERM: stop claiming, let runs finish (-shutdown-grace), stop the rest,
-// deregister.
+// deregister. -metrics-addr serves Prometheus metrics (orchestrator_runner_slots_busy, Go runtime) on a
+// listener of its own, without authentication: bind it to loopback or a network only the scraper reaches.
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -43,12 +45,14 @@ import (
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/prommetrics"
 	"github.com/agentorchestrator/orchestrator/runner"
 )
 
 // opts are the flags that choose and configure the executor.
 type opts struct {
 	coordURL, token, dir            string
+	metricsAddr                     string
 	executor, claude, mcpURL, xconf string
 	stopGrace                       time.Duration
 	iso                             isolation.Config
@@ -66,6 +70,7 @@ func main() {
 	flag.StringVar(&o.executor, "executor", "deterministic", `"deterministic", "claude-code", or the path of an external executable`)
 	flag.StringVar(&o.claude, "claude", "claude", "Claude Code CLI (-executor claude-code)")
 	flag.StringVar(&o.mcpURL, "mcp-url", "", "orchestrator MCP endpoint handed to Claude Code agents (default: this runner's gateway, scoped to the run)")
+	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9465); off by default")
 	flag.StringVar(&o.xconf, "executor-config", "", "JSON object given to an external executable as executor_config")
 	cfg := runner.Config{}
 	flag.StringVar(&cfg.ProjectDir, "project-dir", wd, "working directory of the runs")
@@ -183,10 +188,31 @@ func run(ctx context.Context, log *slog.Logger, o opts, announce bool, cfg runne
 	}
 	defer gw.Close()
 	cfg.Coordinator, cfg.Gateway, cfg.Logger = client, gw, log
+	if o.metricsAddr != "" {
+		m := prommetrics.New()
+		cfg.Metrics = m
+		go func() {
+			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", m.Handler())
+			if err := serveUntil(ctx, o.metricsAddr, mux, log); err != nil {
+				log.Error("metrics listener failed", "addr", o.metricsAddr, "err", err)
+			}
+		}()
+	}
 	worker, err := runner.New(cfg)
 	if err != nil {
 		return err
 	}
 	log.Info("runner starting", "coordinator", o.coordURL, "executor", typ, "blueprints", len(cfg.Blueprints), "gateway", gw.URL())
 	return worker.Run(ctx)
+}
+
+// serveUntil serves h on addr until ctx ends.
+func serveUntil(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return httpapi.Serve(ctx, ln, h, 5*time.Second, log)
 }
