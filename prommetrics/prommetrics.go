@@ -18,7 +18,7 @@
 //	orchestrator_webhook_deliveries_total{outcome}         counter    callback_url attempts: delivered, retry, failed
 //	orchestrator_callbacks_total{outcome}                  counter    parent callbacks: recorded, delivered
 //	orchestrator_store_tx_seconds{op}                      histogram  store transactions by operation
-//	orchestrator_runner_slots_busy                         gauge      a runner's slots executing a run
+//	orchestrator_runner_slots_busy                         gauge      a runner's slots executing a run (once it reported)
 //
 // The registry also holds the Go runtime's and the process's collectors (go_*, process_*).
 package prommetrics
@@ -26,6 +26,7 @@ package prommetrics
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,9 @@ type Metrics struct {
 	callbacks   *prometheus.CounterVec
 	storeTx     *prometheus.HistogramVec
 	slotsBusy   prometheus.Gauge
+	// slotsOnce registers slotsBusy at a runner's first report, so a coordinator's scrape does not show
+	// a runner gauge.
+	slotsOnce sync.Once
 }
 
 var (
@@ -93,7 +97,7 @@ func New() *Metrics {
 		}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.storeTx, m.slotsBusy)
+		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.storeTx)
 	return m
 }
 
@@ -161,4 +165,7 @@ func (m *Metrics) StoreTx(op string, d time.Duration) {
 }
 
 // SlotsBusy implements [runner.Metrics].
-func (m *Metrics) SlotsBusy(n int) { m.slotsBusy.Set(float64(n)) }
+func (m *Metrics) SlotsBusy(n int) {
+	m.slotsOnce.Do(func() { m.reg.MustRegister(m.slotsBusy) })
+	m.slotsBusy.Set(float64(n))
+}

@@ -145,7 +145,6 @@ func TestScrape(t *testing.T) {
 		`orchestrator_webhook_deliveries_total{outcome="delivered"}`:                   1,
 		`orchestrator_callbacks_total{outcome="recorded"}`:                             1,
 		`orchestrator_callbacks_total{outcome="delivered"}`:                            1,
-		`orchestrator_runner_slots_busy`:                                               0,
 		`orchestrator_dispatch_latency_seconds_count`:                                  3,
 		`orchestrator_dispatch_latency_seconds_sum`:                                    3, // 1 + 2 + 0
 		`orchestrator_run_duration_seconds_count{agent="planner",outcome="completed"}`: 2,
