@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
@@ -34,6 +37,12 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	})
 	if err != nil {
 		return err
+	}
+	if run.TraceParent != "" {
+		var span trace.Span
+		ctx, span = c.tracer.Start(traces.Parent(ctx, run.TraceParent), spanReport, trace.WithAttributes(
+			attrAgent.String(run.AgentName), attrRun.String(run.ID), attrSession.String(run.SessionID), attrStatus.String(string(status))))
+		defer span.End()
 	}
 	var events []*orchestrator.Event
 	fromEvent := false

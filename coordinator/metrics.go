@@ -65,16 +65,23 @@ func (c *Coordinator) createSessionWithRun(ctx context.Context, s *orchestrator.
 }
 
 // claimRuns is c.store.ClaimRuns, timed when metrics are on; each run it claims is observed by
-// [Metrics.RunClaimed].
+// [Metrics.RunClaimed] and traced (traceClaim).
 func (c *Coordinator) claimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
 	if c.metrics == nil {
-		return c.store.ClaimRuns(ctx, p)
+		runs, err := c.store.ClaimRuns(ctx, p)
+		for _, r := range runs {
+			c.traceClaim(ctx, r, p.Runner.ID)
+		}
+		return runs, err
 	}
 	start := time.Now()
 	runs, err := c.store.ClaimRuns(ctx, p)
 	c.timeStore(opClaim, start)
 	for _, r := range runs {
 		c.metrics.RunClaimed(r.AgentName, p.Now.Sub(r.CreatedAt))
+	}
+	for _, r := range runs {
+		c.traceClaim(ctx, r, p.Runner.ID)
 	}
 	return runs, err
 }

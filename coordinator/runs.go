@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
@@ -49,6 +52,7 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 		run *orchestrator.Run
 		fx  = &effects{}
 	)
+	ctx, span := c.tracer.Start(ctx, spanCreate, trace.WithAttributes(attrAgent.String(p.AgentName)))
 	switch p.Type {
 	case orchestrator.RunTypeStart:
 		run, err = c.startSession(ctx, p, params, env, fx)
@@ -58,6 +62,7 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"type must be start or resume, not %q; sync, async_poll and async_callback are modes (the mode field)", p.Type)
 	}
+	endSpan(span, run, err)
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +253,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 		CreatedAt:    now,
 	}
 	s.CurrentRunID = run.ID
+	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	if err := c.createSessionWithRun(ctx, s, run); err != nil {
 		return nil, err
 	}
@@ -367,6 +373,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		return nil, err
 	}
 	run := c.newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
+	run.TraceParent = traces.Format(ctx)
 	err = c.inTx(ctx, opResume, func(ctx context.Context, tx orchestrator.Store) error {
 		return c.queueResume(ctx, tx, s, run)
 	})

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
@@ -169,6 +171,10 @@ func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	handler, pattern := h.mux.Handler(r)
 	if pattern != "" {
+		// A W3C traceparent starts or continues the trace of what the request causes (a run's spans).
+		if r.Header.Get(traces.Header) != "" {
+			r = r.WithContext(traces.FromHeader(r.Context(), r.Header))
+		}
 		h.mux.ServeHTTP(w, r) // ServeHTTP, not handler: it sets the path values
 		return
 	}

@@ -19,6 +19,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/backoff"
 	"github.com/agentorchestrator/orchestrator/internal/batch"
@@ -83,6 +87,12 @@ type Config struct {
 	Gateway Gateway
 	// Metrics receives the runner's measurements (prommetrics.New fits). Default: none.
 	Metrics Metrics
+	// TracerProvider records each run's execution as a span (orchestrator.execute) in the run's trace
+	// (orchestrator.Run.TraceParent); the executed process gets that span's context as TRACEPARENT, so
+	// what it starts through the gateway joins the trace. Default: OpenTelemetry's global provider,
+	// which records nothing until a program installs one; TRACEPARENT is set either way when the run
+	// has trace context.
+	TracerProvider trace.TracerProvider
 	// Logger receives operational logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -113,11 +123,13 @@ type Gateway interface {
 // reports their outcomes. It is a concrete type: one loop serves every executor, which is where
 // implementations differ.
 type Runner struct {
-	cfg  Config
-	co   orchestrator.Coordinator
-	log  *slog.Logger
-	reg  orchestrator.RunnerRegistration
-	blue map[string]*orchestrator.Blueprint
+	cfg Config
+	co  orchestrator.Coordinator
+	log *slog.Logger
+	// tracer records runs' executions (Config.TracerProvider).
+	tracer trace.Tracer
+	reg    orchestrator.RunnerRegistration
+	blue   map[string]*orchestrator.Blueprint
 
 	mu       sync.Mutex
 	runnerID string
@@ -211,10 +223,11 @@ func New(cfg Config) (*Runner, error) {
 		blue[b.Name] = b
 	}
 	r := &Runner{
-		cfg:  cfg,
-		co:   cfg.Coordinator,
-		log:  cfg.Logger,
-		blue: blue,
+		cfg:    cfg,
+		co:     cfg.Coordinator,
+		log:    cfg.Logger,
+		tracer: traces.Tracer(cfg.TracerProvider, "github.com/agentorchestrator/orchestrator/runner"),
+		blue:   blue,
 		reg: orchestrator.RunnerRegistration{
 			Hostname:            cfg.Hostname,
 			ProjectDir:          cfg.ProjectDir,
@@ -540,6 +553,13 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	asg, run := ar.asg, ar.asg.Run
 	log := r.log.With("run_id", run.ID, "session_id", run.SessionID, "agent", run.AgentName)
 	rid := r.ID()
+	if run.TraceParent != "" {
+		var span trace.Span
+		ctx, span = r.tracer.Start(traces.Parent(ctx, run.TraceParent), "orchestrator.execute", trace.WithAttributes(
+			attribute.String("orchestrator.agent", run.AgentName), attribute.String("orchestrator.run_id", run.ID),
+			attribute.String("orchestrator.session_id", run.SessionID), attribute.String("orchestrator.runner_id", rid)))
+		defer span.End()
+	}
 	// Reports and events outlive a stopped run's context: they must still reach the coordinator.
 	bg := context.WithoutCancel(ctx)
 	// The started report travels while the execution begins, so dispatch latency does not include a round
@@ -576,6 +596,10 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	inv, err := r.invocation(asg)
 	var res *orchestrator.Result
 	if err == nil {
+		// Set here, after the run's metadata.env: no client can name the trace a process reports to.
+		if tp := traces.Format(ctx); tp != "" {
+			inv.Env[traces.Env] = tp
+		}
 		var closeGW func()
 		if r.cfg.Gateway != nil {
 			var env map[string]string
