@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// crawlerSchema is the web-crawler parameters schema of the README's example.
+// crawlerSchema is the web-crawler parameters schema of the validation example in docs/http-api.md.
 const crawlerSchema = `{"type":"object","required":["url"],"properties":{"url":{"type":"string","format":"uri"},"depth":{"type":"integer","default":2}}}`
 
 func mustCompile(t testing.TB, schema string) *Schema {
@@ -33,7 +33,7 @@ func formatFieldErrors(errs []FieldError) string {
 	return b.String()
 }
 
-// TestNormalizeCrawlerExample is the README's example to the letter: both errors at once, with their paths,
+// TestNormalizeCrawlerExample is docs/http-api.md's validation example to the letter: both errors at once, with their paths,
 // messages and schema paths.
 func TestNormalizeCrawlerExample(t *testing.T) {
 	t.Parallel()

@@ -132,7 +132,7 @@ func TestAgentsListing(t *testing.T) {
 	}
 }
 
-// crawlerSchema is the web-crawler parameters_schema of the README's example.
+// crawlerSchema is the web-crawler parameters_schema of the validation example in docs/http-api.md.
 const crawlerSchema = `{
 	"type": "object",
 	"required": ["url"],

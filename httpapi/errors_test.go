@@ -120,7 +120,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 	}
 }
 
-// TestResumeDeterministicRejected: the README's resume of a deterministic session, with its curl body.
+// TestResumeDeterministicRejected: a resume of a deterministic session, as the README's curl example sends it.
 func TestResumeDeterministicRejected(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, coordinator.Config{})
