@@ -54,7 +54,9 @@ func ExampleServe() {
 		log.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, httpapi.Config{}), 10*time.Second, nil) }()
+	go func() {
+		served <- httpapi.Serve(ctx, ln, httpapi.NewHandler(coord, httpapi.Config{}), 10*time.Second, nil)
+	}()
 
 	client, err := httpapi.NewClient("http://"+ln.Addr().String(), httpapi.ClientConfig{})
 	if err != nil {
