@@ -27,7 +27,7 @@ import (
 // Notifier is nil: one process needs none), so its output is checked either way.
 func ExampleNew_postgres() {
 	ctx := context.Background()
-	dsn := exampleDSN // e.g. "postgres://orchestrator:secret@db.internal:5432/orchestrator?sslmode=verify-full"
+	dsn := exampleDSN                                                        // e.g. "postgres://orchestrator:secret@db.internal:5432/orchestrator?sslmode=verify-full"
 	store, err := sqlstore.New(ctx, dsn, &sqlstore.Config{MaxOpenConns: 20}) // applies the migrations
 	if err != nil {
 		log.Fatal(err)
