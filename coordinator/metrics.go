@@ -93,13 +93,6 @@ func (c *Coordinator) timeStore(op string, start time.Time) {
 	}
 }
 
-// endedRun is a run's end for [Metrics.RunEnded], counted once its transaction committed.
-type endedRun struct {
-	agent   string
-	outcome orchestrator.RunStatus
-	took    time.Duration
-}
-
 // count reports what fx counted to the metrics; apply calls it after the commit.
 func (c *Coordinator) count(fx *effects) {
 	m := c.metrics
@@ -110,7 +103,7 @@ func (c *Coordinator) count(fx *effects) {
 		m.RunCreated(agent)
 	}
 	for _, e := range fx.runsEnded {
-		m.RunEnded(e.agent, e.outcome, e.took)
+		m.RunEnded(e.run.AgentName, e.status, e.took)
 	}
 	for range fx.callbacksRecorded {
 		m.Callback("recorded")

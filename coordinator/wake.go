@@ -27,11 +27,19 @@ type effects struct {
 	wakeRunners []string // runners that have new work pinned to them
 	wakeAll     bool     // unpinned work that any runner may take
 	webhooks    bool     // webhook deliveries were queued
+	runsEnded   []runEnd // logged and counted once the change is committed
 
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
-	runsEnded                             []endedRun
 	callbacksRecorded, callbacksDelivered int
+}
+
+// runEnd is a run that ended, for its log line and its metrics.
+type runEnd struct {
+	run    *orchestrator.RunBrief
+	status orchestrator.RunStatus
+	err    string
+	took   time.Duration // from the run's creation to its end
 }
 
 func (fx *effects) wakeFor(r *orchestrator.Run) {
@@ -63,6 +71,9 @@ func (c *Coordinator) apply(fx *effects) {
 	}
 	if fx.webhooks {
 		c.kickWebhooks()
+	}
+	for _, e := range fx.runsEnded {
+		c.logRunEnded(e)
 	}
 	c.count(fx)
 }
