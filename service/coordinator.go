@@ -122,6 +122,10 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 			return nil, fmt.Errorf("-agents-dir %s: %w", c.AgentsDir, err)
 		}
 	}
+	stopTracing, err := StartTracing(ctx, "orchestrator-coordinator", log)
+	if err != nil {
+		return nil, fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_*): %w", err)
+	}
 	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
 	cfg := c.Coordinator
 	cfg.Store, cfg.Logger, cfg.Notifier = store, log, store.Notifier()
@@ -165,6 +169,11 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 	go func() {
 		err := httpapi.Serve(serveCtx, ln, httpapi.NewHandler(coord, hcfg), 10*time.Second, log)
 		coord.Stop()
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
 		s.done <- err
 	}()
 	return s, nil

@@ -123,6 +123,17 @@ func (c *RunnerConfig) Run(ctx context.Context, log *slog.Logger) error {
 	}
 	defer gw.Close()
 	cfg.Coordinator, cfg.Gateway, cfg.Logger = client, gw, log
+	stopTracing, err := StartTracing(ctx, "orchestrator-runner", log)
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_*): %w", err)
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
 	if c.MetricsAddr != "" {
 		m := prommetrics.New()
 		cfg.Metrics = m
