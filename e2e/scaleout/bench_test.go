@@ -204,7 +204,7 @@ func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 	funcs := noopExecutor()
 	worker, err := runner.New(runner.Config{
 		Coordinator: runnerSide, Executor: funcs, Blueprints: funcs.Blueprints(),
-		MaxConcurrent: envInt("BENCH_CONCURRENCY", 128),
+		MaxConcurrent: envInt("BENCH_CONCURRENCY", 128), TracerProvider: benchRunnerTracer,
 	})
 	if err != nil {
 		b.Fatal(err)
