@@ -79,21 +79,27 @@ func TestRunnerStartupChecks(t *testing.T) {
 		{"missing blueprints dir", []string{"-blueprints-dir", c.path("nowhere")}, []string{"-blueprints-dir " + c.path("nowhere")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := c.start("runner-"+strings.ReplaceAll(tc.name, " ", "-"), "runner", append(append([]string{}, base...), tc.args...),
-				"ORCHESTRATOR_RUNNER_TOKEN=")
-			if !p.waitExit(startTimeout) {
-				t.Fatalf("runner %v still runs after %s; want it to refuse to start", tc.args, startTimeout)
-			}
-			out := p.output()
-			if p.waitErr == nil {
-				t.Errorf("runner %v exited 0; want non-zero", tc.args)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("runner %v: output does not contain %q:\n%s", tc.args, w, out)
-				}
-			}
+			wantRefusal(t, c, "runner", append(append([]string{}, base...), tc.args...), tc.want, "ORCHESTRATOR_RUNNER_TOKEN=")
 		})
+	}
+}
+
+// wantRefusal starts bin with args and env, and checks that it exits non-zero within the start-up
+// deadline, its output containing every string of want.
+func wantRefusal(t *testing.T, c *cluster, bin string, args, want []string, env ...string) {
+	t.Helper()
+	p := c.start(bin+"-"+strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], " ", "-"), bin, args, env...)
+	if !p.waitExit(startTimeout) {
+		t.Fatalf("%s %v still runs after %s; want it to refuse to start", bin, args, startTimeout)
+	}
+	out := p.output()
+	if p.waitErr == nil {
+		t.Errorf("%s %v exited 0; want non-zero", bin, args)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s %v: output does not contain %q:\n%s", bin, args, w, out)
+		}
 	}
 }
 
@@ -120,20 +126,8 @@ func TestCoordinatorStartupErrors(t *testing.T) {
 			[]string{"-addr 0.0.0.0:" + strconv.Itoa(port), "-insecure"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := c.start("coordinator-"+strings.ReplaceAll(tc.name, " ", "-"), "coordinator", tc.args,
+			wantRefusal(t, c, "coordinator", tc.args, tc.want,
 				"ORCHESTRATOR_ADMIN_TOKEN=", "ORCHESTRATOR_CLIENT_TOKEN=", "ORCHESTRATOR_RUNNER_TOKEN=")
-			if !p.waitExit(startTimeout) {
-				t.Fatalf("coordinator %v still runs after %s; want it to refuse to start", tc.args, startTimeout)
-			}
-			out := p.output()
-			if p.waitErr == nil {
-				t.Errorf("coordinator %v exited 0; want non-zero", tc.args)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("coordinator %v: output does not contain %q:\n%s", tc.args, w, out)
-				}
-			}
 		})
 	}
 	if _, err := os.Stat(c.path("open.db")); err == nil {
