@@ -85,8 +85,17 @@ type Usage struct {
 	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
 	CostUSD                  float64 `json:"cost_usd"`
-	// Models breaks the usage down by model name; absent within a model's own entry.
-	Models map[string]*Usage `json:"models,omitempty"`
+	// Models breaks the usage down by model name.
+	Models map[string]*ModelUsage `json:"models,omitempty"`
+}
+
+// ModelUsage is one model's part of a [Usage].
+type ModelUsage struct {
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CostUSD                  float64 `json:"cost_usd"`
 }
 
 // Failed reports whether the result describes a failure (an error, or a non-zero exit code).

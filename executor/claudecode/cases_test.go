@@ -144,7 +144,7 @@ func TestUsage(t *testing.T) {
 	f := newFake(t, Config{})
 	res, rec := mustExecute(t, f, f.invocation("echo", `{"prompt":"x"}`))
 	one := &orchestrator.Usage{InputTokens: 12, OutputTokens: 510, CacheReadInputTokens: 36391, CacheCreationInputTokens: 12871, CostUSD: 0.0123,
-		Models: map[string]*orchestrator.Usage{
+		Models: map[string]*orchestrator.ModelUsage{
 			"claude-sonnet-4-5": {InputTokens: 9, OutputTokens: 500, CacheReadInputTokens: 36391, CacheCreationInputTokens: 12871, CostUSD: 0.0113},
 			"claude-haiku-4-5":  {InputTokens: 3, OutputTokens: 10, CostUSD: 0.001},
 		}}

@@ -528,10 +528,10 @@ func lineTotals(l *streamLine) *orchestrator.Usage {
 		if m == nil {
 			continue
 		}
-		mu := &orchestrator.Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
+		mu := &orchestrator.ModelUsage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
 			CacheReadInputTokens: m.CacheReadInputTokens, CacheCreationInputTokens: m.CacheCreationInputTokens, CostUSD: m.CostUSD}
 		if u.Models == nil {
-			u.Models = map[string]*orchestrator.Usage{}
+			u.Models = map[string]*orchestrator.ModelUsage{}
 		}
 		u.Models[name] = mu
 		u.InputTokens += mu.InputTokens
@@ -561,10 +561,18 @@ func addUsage(a, b *orchestrator.Usage) *orchestrator.Usage {
 	a.CostUSD += b.CostUSD
 	for name, m := range b.Models {
 		if a.Models == nil {
-			a.Models = map[string]*orchestrator.Usage{}
+			a.Models = map[string]*orchestrator.ModelUsage{}
 		}
-		a.Models[name] = addUsage(a.Models[name], &orchestrator.Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
-			CacheReadInputTokens: m.CacheReadInputTokens, CacheCreationInputTokens: m.CacheCreationInputTokens, CostUSD: m.CostUSD})
+		am := a.Models[name]
+		if am == nil {
+			am = &orchestrator.ModelUsage{}
+			a.Models[name] = am
+		}
+		am.InputTokens += m.InputTokens
+		am.OutputTokens += m.OutputTokens
+		am.CacheReadInputTokens += m.CacheReadInputTokens
+		am.CacheCreationInputTokens += m.CacheCreationInputTokens
+		am.CostUSD += m.CostUSD
 	}
 	return a
 }

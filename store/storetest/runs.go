@@ -161,7 +161,7 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		equal(t, "UpdateRun stop request", got, r)
 
 		usage := &orchestrator.Usage{InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421,
-			Models: map[string]*orchestrator.Usage{"claude-sonnet-4-5": {InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421}}}
+			Models: map[string]*orchestrator.ModelUsage{"claude-sonnet-4-5": {InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421}}}
 		got, err = s.UpdateRun(ctx(t), "run_a", runStatusesBefore(orchestrator.RunFailed), "lnch_a",
 			orchestrator.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z"), Usage: usage})
 		must(t, "UpdateRun running→failed", err)
