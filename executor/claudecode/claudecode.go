@@ -29,14 +29,26 @@
 //     ({"role":"assistant","content":[{"type":"text","text":…}]}), tool_use blocks tool_call events
 //     ({"tool_use_id","name","input"}), tool_result blocks tool_result events ({"tool_use_id","content",
 //     "is_error"}), and the final result line a progress event with its statistics (subtype, num_turns,
-//     duration_ms, total_cost_usd). Stderr lines become stderr events.
+//     duration_ms, total_cost_usd, usage) — "Claude Code failed (…)" when the line is an error, even one
+//     whose subtype says success, as a CLI that is not logged in answers. Stderr lines become stderr events.
+//   - MCP servers that did not connect: the init line lists each server with its status. Every server
+//     that is not connected gets an [EventMCPServer] event. When one of the run's servers (the
+//     blueprint's, or the orchestrator's own) failed, or is missing from the list (Claude Code drops an
+//     entry it cannot use), the CLI is stopped at once and the run fails with that reason — unless
+//     executor_config.optional_mcp_servers names the server. A pending server is recorded only.
+//   - Permission denials: each entry of the result line's permission_denials becomes an
+//     [EventPermissionDenied] event and an entry of Result.PermissionDenials (its tool_input left out
+//     above 8 KiB). The run fails for it only with executor_config.fail_on_permission_denial.
+//   - Usage: the result line's modelUsage (per model) and total_cost_usd become Result.Usage, its totals
+//     the sum of the models' (the line's usage when it has no modelUsage); the turns of an output-schema
+//     correction add up. The coordinator keeps it on the run (Run.Usage).
 //   - The final result line's "result" is the answer: Result{ResultType "agent", ResultText answer}, with
 //     ResultData when the whole answer is a JSON object or array. An error result (is_error, or a subtype
 //     other than "success", such as error_max_turns) or a process that ends without one fails the run.
 //
 // # executor_config
 //
-// A blueprint's executor_config chooses these flags (snake_case keys; the CLI's camelCase spellings are
+// A blueprint's executor_config chooses these flags and behaviours (snake_case keys; the CLI's camelCase spellings are
 // accepted too). Keys this executor does not know are ignored, since the configuration may be meant for
 // another executor; a known key with a wrong type fails the run.
 //
@@ -47,6 +59,16 @@
 //	disallowed_tools    list, or "a,b"              --disallowedTools
 //	system_prompt_mode  "append" (default), "replace"  system_prompt goes to --append-system-prompt (Claude
 //	                                                   Code's own system prompt stays) or --system-prompt
+//	optional_mcp_servers  list, or "a,b"            MCP servers whose failure does not fail the run
+//	fail_on_permission_denial  bool (default false)  a refused tool use fails the run
+//
+// # Root and bypassPermissions
+//
+// Claude Code refuses to bypass permissions (permission_mode bypassPermissions,
+// --dangerously-skip-permissions in [Config].ExtraArgs) when it runs as root, unless IS_SANDBOX=1 is in
+// its environment. Execute refuses such a run before starting the CLI (code bypass_permissions_as_root),
+// naming the remedies: run the CLI as another user ([Config].Isolation.User; the example runner's -run-as)
+// or, in a disposable container, set IS_SANDBOX=1 in the runner's environment.
 //
 // # Output schema
 //
