@@ -28,9 +28,9 @@ func (s *Store) CreateRun(ctx context.Context, r *orchestrator.Run) error {
 				return wrap(err, "run tags", r.ID)
 			}
 		}
-		return nil
+		return s.createSlots(ctx, row)
 	}
-	if len(tags) == 0 {
+	if len(tags) == 0 && !row.limited() {
 		return insert(ctx, s) // one statement: no transaction needed
 	}
 	return s.tx(ctx, insert)
