@@ -170,6 +170,8 @@ type RunBrief struct {
 	Status      RunStatus
 	RunnerID    string
 	CallbackURL string
+	// Limited is set when the run counts against a concurrency limit: its end frees a slot.
+	Limited bool
 }
 
 // Brief returns the run's brief.
@@ -177,6 +179,7 @@ func (r *Run) Brief() *RunBrief {
 	return &RunBrief{
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
+		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "",
 	}
 }
 
