@@ -1,6 +1,6 @@
 // Package deterministic is the executor for deterministic agents: it runs a blueprint's command as a
 // subprocess, passes the run's parameters as command-line flags and on stdin, streams stderr lines as
-// events, and returns stdout as the result (DESIGN §6; seeds 000 §5-6, 001 §8-9, 002, 003).
+// events, and returns stdout as the result (docs/executors.md).
 //
 // # What a run does
 //
@@ -25,7 +25,7 @@
 //     code N" when there are none). ExitCode is always set, -1 when the process did not exit by itself.
 //   - With an output schema (the invocation's OutputSchema, which the coordinator chose), stdout of a
 //     successful exit must be JSON that validates, else the run fails with every validation error: fail
-//     fast, no retries (seed 003).
+//     fast, no retries: running the same command again would print the same output.
 //
 // # Stopping
 //
@@ -105,15 +105,7 @@ func New(cfg Config) *Executor {
 	if cfg.MaxOutputBytes <= 0 {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = DefaultStopGrace
-	}
-	if cfg.MaxStderrLine == 0 {
-		cfg.MaxStderrLine = DefaultMaxStderrLine // the stderr pump raises values below proc.MinStderrLine
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
 	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
 }
 
