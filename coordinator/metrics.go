@@ -56,14 +56,6 @@ func (c *Coordinator) inTx(ctx context.Context, op string, fn func(ctx context.C
 	return c.store.InTx(ctx, fn)
 }
 
-// createSessionWithRun is c.store.CreateSessionWithRun, timed when metrics are on.
-func (c *Coordinator) createSessionWithRun(ctx context.Context, s *orchestrator.Session, run *orchestrator.Run) error {
-	if c.metrics != nil {
-		defer c.timeStore(opStartRun, time.Now())
-	}
-	return c.store.CreateSessionWithRun(ctx, s, run)
-}
-
 // claimRuns is c.store.ClaimRuns, timed when metrics are on; each run it claims is observed by
 // [Metrics.RunClaimed] and traced (traceClaim).
 func (c *Coordinator) claimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
