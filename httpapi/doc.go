@@ -111,7 +111,10 @@
 // stream is open ends it with an "error" frame ({"error":"session_not_found", …}).
 //
 // A caller's X-Agent-Session-Id header becomes the parent_session_id of a new session that names none:
-// that is how an AI agent's MCP calls link the children it starts.
+// that is how an AI agent's MCP calls link the children it starts. A W3C traceparent header, on any route,
+// puts what the request causes in the caller's trace: a run started by POST /runs keeps it
+// (Run.TraceParent, the session's trace_id), and [Client] sends the trace context of the context it is
+// called with.
 //
 // Text must be UTF-8 without NUL characters: a path, query parameter, X-Agent-* or Last-Event-ID header
 // or request body (a JSON string escape \u0000 or half a surrogate pair included) that holds anything
