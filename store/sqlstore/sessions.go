@@ -23,11 +23,12 @@ func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) err
 }
 
 // CreateSessionWithRun implements [orchestrator.Store]. On PostgreSQL a run without demanded tags is one
-// statement (the session's INSERT in a WITH clause of the run's), a single round trip where a
+// statement (the session's INSERT in a WITH clause of the run's; a run under a concurrency limit takes the transaction, which
+// also makes its run_slots rows), a single round trip where a
 // transaction of two INSERTs takes four (BEGIN, the INSERTs, COMMIT). On SQLite the transaction's
 // statements run in-process and it shares its commit with concurrent ones anyway.
 func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run) error {
-	if !s.pg || len(r.Demands.Tags) > 0 {
+	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" {
 		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 			if err := tx.CreateSession(ctx, se); err != nil {
 				return err
