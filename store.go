@@ -63,6 +63,10 @@ type Store interface {
 	// or neither (a taken id of either is ErrConflict). It is how a run is started, so a store may make it
 	// cheaper than the two creations in a transaction.
 	CreateSessionWithRun(ctx context.Context, s *Session, r *Run) error
+	// CreateSessionWithRunOnce is CreateSessionWithRun that also records k, with the run's and the
+	// session's ids, in the same atomic write: a key recorded already is ErrConflict, and nothing is
+	// created. Of concurrent creates with one key, exactly one succeeds.
+	CreateSessionWithRunOnce(ctx context.Context, s *Session, r *Run, k *IdempotencyKey) error
 	GetSession(ctx context.Context, id string) (*Session, error)
 	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
 	// UpdateSession applies u when the session's status is one of from (any status when from is empty) and

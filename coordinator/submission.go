@@ -111,9 +111,22 @@ func requestHash(p orchestrator.StartRunParams) string {
 // not ErrConflict, so that no caller mistakes it for another conflict (a busy session).
 var errKeyTaken = errors.New("idempotency key taken")
 
+// createSession creates the session and its first run, with the idempotency key when there is one, in
+// one write of the store.
+func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
+	if key == nil {
+		return c.store.CreateSessionWithRun(ctx, s, run)
+	}
+	key.RunID, key.SessionID, key.CreatedAt = run.ID, run.SessionID, run.CreatedAt
+	err := c.store.CreateSessionWithRunOnce(ctx, s, run, key)
+	if errors.Is(err, orchestrator.ErrConflict) {
+		return errKeyTaken // StartRun tells a taken key from a clash of ids when it looks the key up
+	}
+	return err
+}
+
 // commitRun runs create, which writes the run through tx, recording key with the run's ids in the same
-// transaction when key is set. Without a key it calls create on the store itself, so that a plain start
-// keeps its single statement.
+// transaction when key is set.
 func (c *Coordinator) commitRun(ctx context.Context, key *orchestrator.IdempotencyKey, run *orchestrator.Run, create func(ctx context.Context, tx orchestrator.Store) error) error {
 	if key == nil {
 		return create(ctx, c.store)
