@@ -257,6 +257,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sweepLoop(ctx) })
 	wg.Go(func() { c.webhookLoop(ctx) })
+	wg.Go(func() { c.scheduleLoop(ctx) })
 	if c.cfg.Notifier != nil {
 		wg.Add(1)
 		go func() {

@@ -248,7 +248,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 		CreatedAt:    now,
 	}
 	s.CurrentRunID = run.ID
-	if err := c.store.CreateSessionWithRun(ctx, s, run); err != nil {
+	if err := c.createSessionWithRun(ctx, s, run); err != nil {
 		return nil, err
 	}
 	fx.wakeFor(run)
