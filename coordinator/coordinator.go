@@ -129,7 +129,7 @@ func withDefaults(l orchestrator.Limits) orchestrator.Limits {
 // update, so concurrent replicas cannot both win a transition.
 //
 // Call [Coordinator.Start] to run the background sweeps (runner liveness, no-match timeouts,
-// callback delivery) and [Coordinator.Stop] to end them.
+// callback delivery) and the schedules' firing loop, and [Coordinator.Stop] to end them.
 type Coordinator struct {
 	cfg     Config
 	store   orchestrator.Store

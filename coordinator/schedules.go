@@ -38,6 +38,9 @@ const schedulesKey = "schedules"
 // was lost (or a store written directly) is seen within it.
 const scheduleIdle = time.Minute
 
+// maxScheduleWrites bounds how often UpdateSchedule reads the schedule again after losing its write.
+const maxScheduleWrites = 8
+
 // scheduleBatch is how many due schedules one pass of the firing loop reads.
 const scheduleBatch = 100
 
@@ -181,7 +184,7 @@ func (c *Coordinator) ListSchedules(ctx context.Context, f orchestrator.Schedule
 // pause drops a queued tick. The write is guarded like a firing: one that lost to a firing is made again
 // on the schedule as the firing left it.
 func (c *Coordinator) UpdateSchedule(ctx context.Context, id string, p orchestrator.ScheduleParams) (*orchestrator.Schedule, error) {
-	for {
+	for attempt := 1; ; attempt++ {
 		s, err := c.GetSchedule(ctx, id)
 		if err != nil {
 			return nil, err
@@ -221,7 +224,7 @@ func (c *Coordinator) UpdateSchedule(ctx context.Context, id string, p orchestra
 		}
 		s.UpdatedAt = now
 		err = c.store.UpdateSchedule(ctx, s)
-		if errors.Is(err, orchestrator.ErrConflict) {
+		if errors.Is(err, orchestrator.ErrConflict) && attempt < maxScheduleWrites {
 			continue // a firing (or another update) wrote it since it was read
 		}
 		if err != nil {
