@@ -54,7 +54,9 @@ type Blueprint struct {
 
 	// SystemPrompt is given to an AI agent.
 	SystemPrompt string `json:"system_prompt,omitempty"`
-	// MCPServers are the MCP servers an AI agent may use, in Claude Code's mcpServers format.
+	// MCPServers are the MCP servers an AI agent may use, in Claude Code's mcpServers format. A malformed
+	// entry (a stdio server without a command, an http server without a url, a field of the wrong type) is
+	// refused when the blueprint is registered or loaded.
 	MCPServers map[string]json.RawMessage `json:"mcp_servers,omitempty"`
 	// ExecutorConfig is passed through to the executor (model, permission mode, allowed tools, ...).
 	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
@@ -151,6 +153,9 @@ func (b *Blueprint) Validate() error {
 		if b.Demands.RunnerID != "" {
 			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: demands: runner_id cannot be set on a blueprint", b.Name)
 		}
+	}
+	if problems := checkMCPServers(b.MCPServers); len(problems) > 0 {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: mcp_servers: %s", b.Name, strings.Join(problems, "; "))
 	}
 	if len(b.ParametersSchema) > 0 {
 		if _, err := CompileSchema(b.ParametersSchema); err != nil {

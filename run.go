@@ -31,6 +31,9 @@ type Run struct {
 	RunnerID string `json:"runner_id,omitempty"`
 	// Error says why the run failed or stopped.
 	Error string `json:"error,omitempty"`
+	// Usage is the tokens and cost the run consumed, from the result its runner reported (AI agents whose
+	// executor reports it, such as Claude Code).
+	Usage *Usage `json:"usage,omitempty"`
 	// StopRequestedAt is set when someone asked to stop the run; StopSentAt when the stop was handed to the
 	// runner (it is handed again if the run has not ended a while later).
 	StopRequestedAt *time.Time `json:"stop_requested_at,omitempty"`

@@ -283,6 +283,8 @@ type RunUpdate struct {
 	StopRequestedAt *time.Time
 	StartedAt       *time.Time
 	EndedAt         *time.Time
+	// Usage records the run's usage (nil leaves it).
+	Usage *Usage
 }
 
 // WriteChecker is an optional capability of a [Store], and of a [Coordinator] whose store has it

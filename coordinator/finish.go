@@ -29,9 +29,11 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	if status == orchestrator.RunCompleted {
 		errMsg = ""
 	}
-	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, orchestrator.RunUpdate{
-		Status: &status, Error: &errMsg, EndedAt: &now,
-	})
+	ru := orchestrator.RunUpdate{Status: &status, Error: &errMsg, EndedAt: &now}
+	if res != nil {
+		ru.Usage = res.Usage // the reported usage, kept on the run
+	}
+	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, ru)
 	if err != nil {
 		return err
 	}

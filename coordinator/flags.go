@@ -2,8 +2,9 @@ package coordinator
 
 import (
 	"flag"
-	"strings"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
 // RegisterFlags registers the settings a coordinator's operator tunes as flags on fs, with the defaults
@@ -25,12 +26,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.Func("webhook-allow-hosts", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)", func(s string) error {
-		c.WebhookAllowHosts = nil
-		for h := range strings.SplitSeq(s, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				c.WebhookAllowHosts = append(c.WebhookAllowHosts, h)
-			}
-		}
+		c.WebhookAllowHosts = tags.Split(s)
 		return nil
 	})
 }

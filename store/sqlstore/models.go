@@ -252,6 +252,7 @@ type runRow struct {
 	RunnerID              string          `bun:"runner_id"`
 	Parked                bool            `bun:"parked"`
 	Error                 string          `bun:"error"`
+	Usage                 json.RawMessage `bun:"usage"`
 	StopRequestedAt       *time.Time      `bun:"stop_requested_at"`
 	StopSentAt            *time.Time      `bun:"stop_sent_at"`
 	CreatedAt             time.Time       `bun:"created_at"`
@@ -269,6 +270,10 @@ type runTagRow struct {
 
 func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 	tags, err := marshalTags(r.Demands.Tags)
+	if err != nil {
+		return nil, nil, err
+	}
+	usage, err := marshalUsage(r.Usage)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -304,6 +309,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RunnerID:              r.RunnerID,
 		Parked:                r.Parked,
 		Error:                 r.Error,
+		Usage:                 usage,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
 		StopSentAt:            utcPtr(r.StopSentAt),
 		CreatedAt:             utc(r.CreatedAt),
@@ -317,6 +323,13 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 	tags, err := unmarshalTags(row.DemandTags)
 	if err != nil {
 		return nil, fmt.Errorf("run %q: demand tags: %w", row.ID, err)
+	}
+	var usage *orchestrator.Usage
+	if len(row.Usage) > 0 && string(row.Usage) != "null" {
+		usage = new(orchestrator.Usage)
+		if err := json.Unmarshal(row.Usage, usage); err != nil {
+			return nil, fmt.Errorf("run %q: usage: %w", row.ID, err)
+		}
 	}
 	return &orchestrator.Run{
 		ID:         row.ID,
@@ -342,6 +355,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RunnerID:        row.RunnerID,
 		Parked:          row.Parked,
 		Error:           row.Error,
+		Usage:           usage,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),
 		StopSentAt:      utcPtr(row.StopSentAt),
 		CreatedAt:       utc(row.CreatedAt),
@@ -483,4 +497,16 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := utc(*t)
 	return &u
+}
+
+// marshalUsage encodes a run's usage for its usage column; nil stays NULL.
+func marshalUsage(u *orchestrator.Usage) (json.RawMessage, error) {
+	if u == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return nil, fmt.Errorf("run usage: %w", err)
+	}
+	return b, nil
 }

@@ -153,6 +153,11 @@ func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orch
 	if u.EndedAt != nil {
 		q.set("ended_at", formatTime(*u.EndedAt))
 	}
+	if u.Usage != nil {
+		if b, err := marshalUsage(u.Usage); err == nil {
+			q.set("usage", string(b))
+		}
+	}
 	q.whereEq("id", id)
 	statuses := make([]string, len(from))
 	for i, st := range from {
