@@ -55,11 +55,9 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	}
 	var key *orchestrator.IdempotencyKey
 	if p.IdempotencyKey != "" {
-		// A retry usually finds its key recorded: answer it without validating the request again.
+		// The key is looked up only when the create fails: a first request (the common case) costs one
+		// write, a retry the failed create and the look-up.
 		key = &orchestrator.IdempotencyKey{Key: p.IdempotencyKey, RequestHash: requestHash(p)}
-		if res, err := c.replay(ctx, p, key); res != nil || err != nil {
-			return res, err
-		}
 	}
 	var (
 		run *orchestrator.Run
@@ -76,12 +74,16 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 			"type must be start or resume, not %q; sync, async_poll and async_callback are modes (the mode field)", p.Type)
 	}
 	endSpan(span, run, err)
-	if errors.Is(err, errKeyTaken) {
-		// A concurrent request with the same key committed first.
-		if res, err := c.replay(ctx, p, key); res != nil || err != nil {
-			return res, err
+	if err != nil && key != nil {
+		// The key may be recorded: by the first try of this request, or by a concurrent one (the create
+		// failed with errKeyTaken), or — when the request was refused — by a request that was accepted
+		// before something changed (the agent was disabled since): the first answer stands.
+		if res, rerr := c.replay(ctx, p, key); res != nil || rerr != nil {
+			return res, rerr
 		}
-		return nil, orchestrator.Errorf(orchestrator.ErrConflict, "idempotency_key_reused", "idempotency key %q is being used; retry", key.Key)
+		if errors.Is(err, errKeyTaken) {
+			return nil, orchestrator.Errorf(orchestrator.ErrConflict, "conflict", "the session's or the run's id is taken; retry")
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -290,9 +292,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 	submit(run, &p, due, b)
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
-	if err := c.commitRun(ctx, key, run, func(ctx context.Context, tx orchestrator.Store) error {
-		return tx.CreateSessionWithRun(ctx, s, run)
-	}); err != nil {
+	if err := c.createSession(ctx, key, s, run); err != nil {
 		return nil, err
 	}
 	fx.wakeFor(run)

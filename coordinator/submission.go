@@ -111,9 +111,22 @@ func requestHash(p orchestrator.StartRunParams) string {
 // not ErrConflict, so that no caller mistakes it for another conflict (a busy session).
 var errKeyTaken = errors.New("idempotency key taken")
 
+// createSession creates the session and its first run, with the idempotency key when there is one, in
+// one write of the store.
+func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
+	if key == nil {
+		return c.createSessionWithRun(ctx, s, run) // a schedule's firing writes its tick in the same transaction
+	}
+	key.RunID, key.SessionID, key.CreatedAt = run.ID, run.SessionID, run.CreatedAt
+	err := c.store.CreateSessionWithRunOnce(ctx, s, run, key)
+	if errors.Is(err, orchestrator.ErrConflict) {
+		return errKeyTaken // StartRun tells a taken key from a clash of ids when it looks the key up
+	}
+	return err
+}
+
 // commitRun runs create, which writes the run through tx, recording key with the run's ids in the same
-// transaction when key is set. Without a key it calls create on the store itself, so that a plain start
-// keeps its single statement.
+// transaction when key is set.
 func (c *Coordinator) commitRun(ctx context.Context, key *orchestrator.IdempotencyKey, run *orchestrator.Run, create func(ctx context.Context, tx orchestrator.Store) error) error {
 	if c.metrics != nil {
 		op := opStartRun
@@ -199,11 +212,11 @@ func (c *Coordinator) armDue(at time.Time, remote bool) {
 		d.timer.Stop()
 	}
 	d.at = at
-	d.timer = time.AfterFunc(max(at.Sub(c.now()), 0), c.fireDue)
+	d.timer = time.AfterFunc(max(at.Sub(c.now()), 0), c.delayedRunsDue)
 }
 
-// fireDue wakes the parked polls for runs and arms the timer for the next delayed run.
-func (c *Coordinator) fireDue() {
+// delayedRunsDue wakes the parked polls for runs and arms the timer for the next delayed run.
+func (c *Coordinator) delayedRunsDue() {
 	d := &c.due
 	d.mu.Lock()
 	if d.done {

@@ -15,19 +15,21 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// ClaimRuns moves up to p.Max of the oldest pending runs the runner can execute to claimed, bound to the
-// runner, in one statement.
+// ClaimRuns moves up to p.Max pending, due runs the runner can execute to claimed, bound to the runner,
+// highest priority and oldest first, within their concurrency limits, in one statement.
 //
 // The statement is an UPDATE whose targets are chosen from up to three probes. Each probe walks the
-// partial index runs_claim (pending runs only, keyed by demand_runner_id, agent_type, created_at, id) from
-// the oldest entry under one (demand_runner_id, agent_type) key, filtered by the rest of
-// [orchestrator.Demands.Matches], and yields at most p.Max candidates:
+// partial index runs_claim (pending runs only, keyed by demand_runner_id, agent_type, priority, run_at,
+// id) from the first entry under one (demand_runner_id, agent_type) key, filtered by the rest of
+// [orchestrator.Demands.Matches], by run_at (due by p.Now) and by the limits (see [buildClaimSQL]), and
+// yields at most p.Max candidates:
 //
 //   - deterministic runs pinned to this runner;
 //   - AI runs pinned to this runner (when it accepts AI agents: resumed sessions are pinned);
 //   - AI runs pinned to no runner (when it accepts AI agents).
 //
-// The oldest p.Max of those candidates are claimed. Runs pinned to other runners sit under other keys, so
+// The first p.Max of those candidates, by priority, run_at and id, are claimed, less those past a limit.
+// Runs pinned to other runners sit under other keys, so
 // no number of them slows a claim down; only unpinned runs this runner cannot take for another reason (a
 // demanded hostname, tag, ...) are stepped over. A deterministic run is always pinned (Matches refuses an
 // unpinned one), and runs of any other agent type are never claimed.

@@ -130,7 +130,8 @@ func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) 
 
 	t.Run("LimitsConcurrent", func(t *testing.T) { testLimitsConcurrent(t, newStore(t)) })
 
-	// Of concurrent creates with one idempotency key, exactly one commits; the key reads back; retention
+	// Of concurrent creates with one idempotency key (CreateSessionWithRunOnce, or CreateIdempotencyKey
+	// and CreateSessionWithRun in a transaction), exactly one commits; the key reads back; retention
 	// deletes it.
 	t.Run("IdempotencyKey", func(t *testing.T) {
 		t.Parallel()
@@ -148,14 +149,19 @@ func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) 
 				se.Demands = orchestrator.Demands{}
 				r := openRun(fmt.Sprintf("run_%d", i), at(i))
 				r.SessionID = se.ID
-				err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
-					if err := tx.CreateIdempotencyKey(ctx, &orchestrator.IdempotencyKey{
-						Key: "key-1", RequestHash: "h", RunID: r.ID, SessionID: se.ID, CreatedAt: at(i),
-					}); err != nil {
-						return err
-					}
-					return tx.CreateSessionWithRun(ctx, se, r)
-				})
+				k := &orchestrator.IdempotencyKey{Key: "key-1", RequestHash: "h", RunID: r.ID, SessionID: se.ID, CreatedAt: at(i)}
+				var err error
+				if i%2 == 0 {
+					err = s.CreateSessionWithRunOnce(ctx(t), se, r, k)
+				} else {
+					// The same through a transaction, as a resume records its key.
+					err = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+						if err := tx.CreateIdempotencyKey(ctx, k); err != nil {
+							return err
+						}
+						return tx.CreateSessionWithRun(ctx, se, r)
+					})
+				}
 				switch {
 				case err == nil:
 					won.Add(1)
