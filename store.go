@@ -135,6 +135,16 @@ type Store interface {
 	GetIdempotencyKey(ctx context.Context, key string) (*IdempotencyKey, error)
 	// DeleteIdempotencyKeys deletes up to limit keys created before before and returns how many it deleted.
 	DeleteIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error)
+	// CreateSchedule inserts a schedule; a taken id is ErrConflict.
+	CreateSchedule(ctx context.Context, s *Schedule) error
+	GetSchedule(ctx context.Context, id string) (*Schedule, error)
+	// ListSchedules returns the schedules f selects, in the order [ScheduleFilter] gives.
+	ListSchedules(ctx context.Context, f ScheduleFilter) ([]*Schedule, error)
+	// UpdateSchedule writes every field of s but ID, AgentName and CreatedAt when the stored schedule's
+	// Revision still equals s.Revision, and increments both. Of writers that read the same revision only
+	// one wins, the others get ErrConflict: that is how exactly one coordinator replica fires each tick.
+	UpdateSchedule(ctx context.Context, s *Schedule) error
+	DeleteSchedule(ctx context.Context, id string) error
 
 	// Close releases the store's resources.
 	Close() error

@@ -132,7 +132,7 @@ func withDefaults(l orchestrator.Limits) orchestrator.Limits {
 // update, so concurrent replicas cannot both win a transition.
 //
 // Call [Coordinator.Start] to run the background sweeps (runner liveness, no-match timeouts,
-// callback delivery) and [Coordinator.Stop] to end them.
+// callback delivery) and the schedules' firing loop, and [Coordinator.Stop] to end them.
 type Coordinator struct {
 	cfg     Config
 	store   orchestrator.Store
@@ -265,6 +265,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sweepLoop(ctx) })
 	wg.Go(func() { c.webhookLoop(ctx) })
+	wg.Go(func() { c.scheduleLoop(ctx) })
 	if c.cfg.Notifier != nil {
 		wg.Add(1)
 		go func() {

@@ -115,7 +115,7 @@ var errKeyTaken = errors.New("idempotency key taken")
 // one write of the store.
 func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
 	if key == nil {
-		return c.store.CreateSessionWithRun(ctx, s, run)
+		return c.createSessionWithRun(ctx, s, run) // a schedule's firing writes its tick in the same transaction
 	}
 	key.RunID, key.SessionID, key.CreatedAt = run.ID, run.SessionID, run.CreatedAt
 	err := c.store.CreateSessionWithRunOnce(ctx, s, run, key)
@@ -205,11 +205,11 @@ func (c *Coordinator) armDue(at time.Time, remote bool) {
 		d.timer.Stop()
 	}
 	d.at = at
-	d.timer = time.AfterFunc(max(at.Sub(c.now()), 0), c.fireDue)
+	d.timer = time.AfterFunc(max(at.Sub(c.now()), 0), c.delayedRunsDue)
 }
 
-// fireDue wakes the parked polls for runs and arms the timer for the next delayed run.
-func (c *Coordinator) fireDue() {
+// delayedRunsDue wakes the parked polls for runs and arms the timer for the next delayed run.
+func (c *Coordinator) delayedRunsDue() {
 	d := &c.due
 	d.mu.Lock()
 	if d.done {

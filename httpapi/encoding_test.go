@@ -64,6 +64,11 @@ var probes = map[string]probeRoute{
 	"GET /sessions/{id}/events":        {query: []string{"after", "limit", "wait"}},
 	"GET /sessions/{id}/events/stream": {query: []string{"after", "limit"}},
 	"POST /sessions/{id}/events":       {body: `{"events":[{"event_type":"progress","message":"m","nested":{"k":["v"]}}]}`},
+	"POST /schedules":                  {body: `{"agent_name":"helper","parameters":{"prompt":"p"},"cron":"@every 1m","timezone":"UTC","overlap":"skip"}`},
+	"GET /schedules":                   {query: []string{"agent_name", "limit", "after"}},
+	"GET /schedules/{id}":              {},
+	"PATCH /schedules/{id}":            {body: `{"paused":true,"cron":"@every 2m","timezone":"UTC","overlap":"allow"}`},
+	"DELETE /schedules/{id}":           {},
 	"POST /mcp": {body: `{"jsonrpc":"2.0","id":1,"method":"tools/call",` +
 		`"params":{"name":"start_agent_session","arguments":{"agent_name":"helper","prompt":"p"}}}`},
 	"GET /mcp":             {},

@@ -315,6 +315,8 @@ Filters (all optional): status, agent_name, parent_session_id. limit is the page
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)
 	}, completeOutput, s.stopAgentSession)
+
+	s.addScheduleTools(srv, readOnly)
 }
 
 // --- handlers --------------------------------------------------------------------------------------------
