@@ -35,7 +35,8 @@ var (
 		`"executor_config":{"model":"m"},"mcp_servers":{"a":{"command":"x"}},"demands":{"hostname":"h","tags":["t"]}}`
 	startRunBody = `{"agent_name":"helper","prompt":"p","mode":"async_poll","type":"start","session_id":"ses_x",` +
 		`"parent_session_id":"ses_y","callback_url":"https://hooks.example/x","project_dir":"/p",` +
-		`"metadata":{"env":{"A":"b"}},"demands":{"hostname":"h","executor_type":"e","tags":["t"]},"output_schema":{"type":"object"}}`
+		`"metadata":{"env":{"A":"b"}},"demands":{"hostname":"h","executor_type":"e","tags":["t"]},"output_schema":{"type":"object"},` +
+		`"idempotency_key":"k","concurrency_key":"c","priority":2,"delay":"1s"}`
 	resultBody = `{"result_type":"deterministic","result_text":"t","result_data":{"k":"v"},"error":"e"}`
 )
 

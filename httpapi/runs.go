@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -12,10 +13,24 @@ import (
 // cap: Config.MaxWait) and answers with its result; other modes answer at once. The legacy "mode":
 // "resume" is a resume in sync mode when ?wait= is given, async_poll otherwise. The caller's
 // X-Agent-Session-Id becomes parent_session_id when a new session names none.
+//
+// An Idempotency-Key header (or the idempotency_key field; both must then agree) makes the request safe
+// to retry: a repeat of the request answers 200 with the first answer instead of 201 with a new run, and a
+// different request with the same key is refused with 422 idempotency_key_reused.
 func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
-	var p orchestrator.StartRunParams
-	if err := decodeBody(r, &p, false); err != nil {
+	var body runRequest
+	if err := decodeBody(r, &body, false); err != nil {
 		return err
+	}
+	p, err := body.params()
+	if err != nil {
+		return err
+	}
+	if k := r.Header.Get(HeaderIdempotencyKey); k != "" {
+		if p.IdempotencyKey != "" && p.IdempotencyKey != k {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_idempotency_key", "the Idempotency-Key header and the idempotency_key field differ")
+		}
+		p.IdempotencyKey = k
 	}
 	wait, err := s.queryWait(r, "wait", 0)
 	if err != nil {
@@ -45,8 +60,34 @@ func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/sessions/"+url.PathEscape(res.SessionID))
-	writeJSON(w, http.StatusCreated, res)
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
 	return nil
+}
+
+// HeaderIdempotencyKey carries a POST /runs request's idempotency key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// runRequest is the body of POST /runs: [orchestrator.StartRunParams], with the delay as a duration
+// ("30s", "1h30m").
+type runRequest struct {
+	orchestrator.StartRunParams
+	Delay string `json:"delay,omitempty"`
+}
+
+func (b *runRequest) params() (orchestrator.StartRunParams, error) {
+	p := b.StartRunParams
+	if b.Delay != "" {
+		d, err := time.ParseDuration(b.Delay)
+		if err != nil || d < 0 {
+			return p, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_delay", "delay must be a duration such as \"30s\" or \"1h30m\", not %q", b.Delay)
+		}
+		p.Delay = d
+	}
+	return p, nil
 }
 
 // runList is the body of GET /runs. NextCursor (the after parameter of the next page) is set when the

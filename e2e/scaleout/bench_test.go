@@ -97,7 +97,19 @@ func BenchmarkEmbeddedPath(b *testing.B) {
 		b.Run(st.name, func(b *testing.B) {
 			store := st.open(b)
 			coord := newBenchCoordinator(b, store)
-			benchPath(b, coord, coord)
+			benchPath(b, false, coord, coord)
+		})
+	}
+}
+
+// BenchmarkEmbeddedPathIdempotent is BenchmarkEmbeddedPath with an idempotency key on every StartRun:
+// what remembering the keys costs a run, to compare with BenchmarkEmbeddedPath in the same run.
+func BenchmarkEmbeddedPathIdempotent(b *testing.B) {
+	for _, st := range benchStores() {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			coord := newBenchCoordinator(b, store)
+			benchPath(b, true, coord, coord)
 		})
 	}
 }
@@ -137,7 +149,7 @@ func BenchmarkHTTPPath(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchPath(b, runnerClient, producerClient, coord)
+			benchPath(b, false, runnerClient, producerClient, coord)
 		})
 	}
 }
@@ -195,7 +207,8 @@ func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *coordinator.Coord
 
 // benchPath runs b.N runs: a runner on runnerSide executes them, producers create them through
 // producerSide, and completion is watched on local (the in-process coordinator; default: producerSide).
-func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, local ...*coordinator.Coordinator) {
+// keyed gives each StartRun an idempotency key of its own.
+func benchPath(b *testing.B, keyed bool, runnerSide, producerSide orchestrator.Coordinator, local ...*coordinator.Coordinator) {
 	ctx := context.Background()
 	watch, _ := producerSide.(*coordinator.Coordinator)
 	if len(local) > 0 {
@@ -232,7 +245,11 @@ func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 	for p := range producers {
 		wg.Go(func() {
 			for i := p; i < b.N; i += producers {
-				res, err := producerSide.StartRun(ctx, orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`)})
+				p := orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`)}
+				if keyed {
+					p.IdempotencyKey = fmt.Sprintf("bench-%d-%d", began.UnixNano(), i)
+				}
+				res, err := producerSide.StartRun(ctx, p)
 				if err != nil {
 					b.Error(err)
 					return

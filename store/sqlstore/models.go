@@ -259,7 +259,17 @@ type runRow struct {
 	ClaimedAt             *time.Time      `bun:"claimed_at"`
 	StartedAt             *time.Time      `bun:"started_at"`
 	EndedAt               *time.Time      `bun:"ended_at"`
+	// Submission control (migration 20): run_at is when the run becomes claimable, created_at for a run
+	// not delayed, so that the claim index orders every run by it.
+	Priority       int64     `bun:"priority"`
+	RunAt          time.Time `bun:"run_at"`
+	ConcurrencyKey string    `bun:"concurrency_key"`
+	AgentLimit     int64     `bun:"agent_limit"`
+	KeyLimit       int64     `bun:"key_limit"`
 }
+
+// limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
+func (row *runRow) limited() bool { return row.AgentLimit > 0 || row.ConcurrencyKey != "" }
 
 type runTagRow struct {
 	bun.BaseModel `bun:"table:run_tags,alias:rt"`
@@ -316,6 +326,11 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		ClaimedAt:             utcPtr(r.ClaimedAt),
 		StartedAt:             utcPtr(r.StartedAt),
 		EndedAt:               utcPtr(r.EndedAt),
+		Priority:              int64(normPriority(r.Priority)),
+		RunAt:                 runAt(r),
+		ConcurrencyKey:        r.ConcurrencyKey,
+		AgentLimit:            int64(max(r.AgentLimit, 0)),
+		KeyLimit:              int64(keyLimit(r)),
 	}, tagRows, nil
 }
 
@@ -331,7 +346,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 			return nil, fmt.Errorf("run %q: usage: %w", row.ID, err)
 		}
 	}
-	return &orchestrator.Run{
+	r := &orchestrator.Run{
 		ID:         row.ID,
 		SessionID:  row.SessionID,
 		AgentName:  row.AgentName,
@@ -362,7 +377,42 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		ClaimedAt:       utcPtr(row.ClaimedAt),
 		StartedAt:       utcPtr(row.StartedAt),
 		EndedAt:         utcPtr(row.EndedAt),
-	}, nil
+		ConcurrencyKey:  row.ConcurrencyKey,
+		AgentLimit:      int(row.AgentLimit),
+		KeyLimit:        int(row.KeyLimit),
+	}
+	if row.Priority > 1 {
+		r.Priority = int(row.Priority) // 1, the default, reads back as 0
+	}
+	if row.RunAt.After(row.CreatedAt) {
+		at := utc(row.RunAt)
+		r.RunAt = &at
+	}
+	return r, nil
+}
+
+// normPriority maps the zero priority to the default, 1.
+func normPriority(p int) int {
+	if p <= 0 {
+		return 1
+	}
+	return p
+}
+
+// runAt is when the run becomes claimable: RunAt when it is later than the creation, else the creation.
+func runAt(r *orchestrator.Run) time.Time {
+	if r.RunAt != nil && r.RunAt.After(r.CreatedAt) {
+		return utc(*r.RunAt)
+	}
+	return utc(r.CreatedAt)
+}
+
+// keyLimit is the run's limit per concurrency key: at least 1 when it carries a key, none otherwise.
+func keyLimit(r *orchestrator.Run) int {
+	if r.ConcurrencyKey == "" {
+		return 0
+	}
+	return max(r.KeyLimit, 1)
 }
 
 type eventRow struct {

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Times", testTimes},
 		{"Retention", testRetention},
 		{"Briefs", testBriefs},
+		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
 	}
 	for _, s := range suites {
