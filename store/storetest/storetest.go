@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Times", testTimes},
 		{"Retention", testRetention},
 		{"Briefs", testBriefs},
+		{"BatchCreate", testBatchCreate},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
