@@ -19,7 +19,7 @@ import (
 //
 // Deterministic blueprints live on a runner's host (a directory of *.json files, see [LoadBlueprints]) and
 // are announced when the runner registers; AI blueprints live in the coordinator's registry. The JSON field
-// names follow the seeds.
+// names are the blueprint files'.
 type Blueprint struct {
 	// Name is how callers invoke the agent: letters, digits, '.', '_' and '-', starting with a letter or digit.
 	Name string `json:"name"`
@@ -65,7 +65,7 @@ type Blueprint struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
-// ImplicitPromptSchema is the parameters schema of an AI agent that declares none (seed 001 §2).
+// ImplicitPromptSchema is the parameters schema of an AI agent that declares none: a non-empty prompt.
 var ImplicitPromptSchema = json.RawMessage(`{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`)
 
 // EffectiveParametersSchema returns the schema parameters are validated against: the declared one, or the
@@ -188,7 +188,7 @@ func ParseBlueprint(data []byte, defaultType AgentType) (*Blueprint, error) {
 }
 
 // LoadBlueprints reads every *.json file in dir (not recursively), in name order, and returns the
-// blueprints. Files without a "type" are deterministic (seed 000 §4). Every file is checked; the error names
+// blueprints. Files without a "type" are deterministic. Every file is checked; the error names
 // each file that failed and why, so one run shows every mistake. Two files declaring the same name are an
 // error. A missing directory is an error; an empty one is not.
 func LoadBlueprints(dir string) ([]*Blueprint, error) {

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// webCrawlerBlueprint is seed 000 §4's blueprint file, as a runner finds it in its blueprints directory.
+// webCrawlerBlueprint is the web-crawler's blueprint file, as a runner finds it in its blueprints directory.
 const webCrawlerBlueprint = `{
   "name": "web-crawler",
   "description": "Crawls websites to specified depth",
@@ -28,7 +28,7 @@ const webCrawlerBlueprint = `{
   }
 }`
 
-// echoJSONBlueprint is seed 002's test agent.
+// echoJSONBlueprint is the example echo-json agent.
 const echoJSONBlueprint = `{
   "name": "echo-json",
   "description": "Echoes parameters as JSON (for testing)",
@@ -175,7 +175,7 @@ func TestEffectiveParametersSchema(t *testing.T) {
 		}
 	}
 
-	// The implicit schema is seed 001 §2's {prompt} schema, and it validates as the seed says.
+	// The implicit schema is the {prompt} schema, and it validates as documented.
 	s := mustCompile(t, string(ImplicitPromptSchema))
 	for _, tc := range []struct {
 		params string

@@ -8,7 +8,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
-// Demands are what a run requires of the runner that executes it (ADR-011 of the seeds). Every field that
+// Demands are what a run requires of the runner that executes it (docs/lifecycles.md). Every field that
 // is set must match; an empty field matches any runner.
 type Demands struct {
 	// Hostname must equal the runner's hostname.

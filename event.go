@@ -40,7 +40,7 @@ const (
 
 // Event is an append-only, per-session, sequence-numbered record.
 //
-// On the wire an event is one flat JSON object, as in the seeds: the envelope fields event_type,
+// On the wire an event is one flat JSON object: the envelope fields event_type,
 // session_id, seq and timestamp next to the payload's own fields
 // ({"event_type":"stderr","session_id":"ses_…","seq":3,"timestamp":"…","line":"fetching /"}).
 type Event struct {

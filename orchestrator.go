@@ -17,7 +17,7 @@ const (
 	AgentTypeDeterministic AgentType = "deterministic"
 )
 
-// ParseAgentType accepts the canonical names and the seeds' later aliases (autonomous → agent, procedural →
+// ParseAgentType accepts the canonical names and their older aliases (autonomous → agent, procedural →
 // deterministic). The empty string is returned as is so callers can apply their own default.
 func ParseAgentType(s string) (AgentType, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {

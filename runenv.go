@@ -115,7 +115,7 @@ func validateAllowedEnv(names []string) error {
 
 // CheckRunEnv checks the variables a run's metadata.env sets (env) against the blueprint: each must be
 // listed in AllowedEnv, and none may be a name that changes which code programs run (LD_*, BASH_ENV,
-// PATH, PYTHON*, …; see the README), whatever AllowedEnv says. The error, an [ErrInvalid] with code
+// PATH, PYTHON*, …; see docs/safety.md), whatever AllowedEnv says. The error, an [ErrInvalid] with code
 // "env_not_allowed", names every variable refused (detail "variables"). The coordinator checks every run
 // it accepts, start or resume; the runner checks again before it executes one, against the blueprint it
 // executes (its own copy, for a deterministic agent), and so does the deterministic executor.

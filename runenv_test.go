@@ -50,7 +50,7 @@ func TestCheckRunEnv(t *testing.T) {
 	}
 }
 
-// Every name the README lists as forbidden is refused in allowed_env, whatever its case.
+// Every name docs/safety.md lists as forbidden is refused in allowed_env, whatever its case.
 func TestForbiddenEnvNames(t *testing.T) {
 	t.Parallel()
 	for _, n := range []string{

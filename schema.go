@@ -16,7 +16,7 @@ import (
 type FieldError struct {
 	// Path is the instance location in JSONPath form: "$" for the root, "$.url", "$.items[2]".
 	Path string `json:"path"`
-	// Message says what is wrong, in the seeds' wording ("'deep' is not of type 'integer'").
+	// Message says what is wrong, worded like Python's jsonschema ("'deep' is not of type 'integer'").
 	Message string `json:"message"`
 	// SchemaPath is the failing keyword's location in the schema, dot-separated: "properties.url.format".
 	SchemaPath string `json:"schema_path"`
@@ -24,7 +24,7 @@ type FieldError struct {
 
 // ValidationError reports that parameters (or an executor's output) do not match a JSON Schema. It carries
 // every error at once and the schema itself, so an AI caller can correct its input; the HTTP and MCP layers
-// render it as is (seed 001 §6).
+// render it as is (docs/http-api.md).
 type ValidationError struct {
 	// AgentName is the agent whose schema was checked.
 	AgentName string
@@ -44,7 +44,7 @@ func (e *ValidationError) Code() string {
 	return "parameter_validation_failed"
 }
 
-// Summary is the fixed human sentence of the seeds' error body.
+// Summary is the fixed human sentence of the error body.
 func (e *ValidationError) Summary() string {
 	if e.Output {
 		return "Output does not match the output_schema"
@@ -74,7 +74,7 @@ func (e *ValidationError) Is(target error) bool {
 // Schema is a compiled JSON Schema: it validates instances — reporting every error at once, each with its
 // instance path, message and schema path — and applies the schema's defaults.
 //
-// Drafts: a schema without "$schema" is read as draft-07, the seeds' dialect; "$schema" selects draft-04,
+// Drafts: a schema without "$schema" is read as draft-07, the most widely written dialect; "$schema" selects draft-04,
 // draft-06, draft-07, 2019-09 or 2020-12. Whatever the draft, "format" is asserted, not just annotated: uri,
 // uri-reference, iri, email, hostname, ipv4, ipv6, date-time, date, time, duration, uuid, regex,
 // json-pointer, ... (unknown format names are ignored). "pattern" and the "regex" format use Go's RE2 syntax,
@@ -113,7 +113,7 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // location (object keys in byte order, array indexes numerically), then SchemaPath, then Message, without
 // duplicates, so the same input always gives the same list.
 //
-// Messages follow the wording of Python's jsonschema, which the seeds show ("'deep' is not of type
+// Messages follow the wording of Python's jsonschema, which many schema authors know ("'deep' is not of type
 // 'integer'"). A missing required property is reported at the object that lacks it (path "$", message
 // "'url' is a required property", schema path "required"); unexpected properties are reported together at
 // their object. Errors inside allOf and $ref are reported as their leaves. For a failed anyOf or oneOf, the
@@ -260,7 +260,7 @@ func (c *SchemaCache) Len() int {
 	return len(c.entries)
 }
 
-// MarshalJSON renders the error as the body the HTTP API answers and the MCP server returns (seed 001 §6):
+// MarshalJSON renders the error as the body the HTTP API answers and the MCP server returns:
 // {"error": "parameter_validation_failed", "message": …, "agent_name": …, "validation_errors": [{path,
 // message, schema_path}], "parameters_schema": …}; for an output, "output_validation_failed" and
 // "output_schema".

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// seedSchema is the web-crawler parameters schema of seed 001 §1 and §6.
+// seedSchema is the web-crawler parameters schema of the README's example.
 const seedSchema = `{"type":"object","required":["url"],"properties":{"url":{"type":"string","format":"uri"},"depth":{"type":"integer","default":2}}}`
 
 func mustCompile(t testing.TB, schema string) *Schema {
@@ -33,7 +33,7 @@ func formatFieldErrors(errs []FieldError) string {
 	return b.String()
 }
 
-// TestNormalizeSeedExample is seed 001 §6 to the letter: both errors at once, with the seed's paths,
+// TestNormalizeSeedExample is the README's example to the letter: both errors at once, with their paths,
 // messages and schema paths.
 func TestNormalizeSeedExample(t *testing.T) {
 	t.Parallel()
@@ -54,7 +54,7 @@ func TestNormalizeSeedExample(t *testing.T) {
 		t.Errorf("Normalize(%s) returned JSON %s with errors; want nil", params, out)
 	}
 
-	// The wire form of one error is the seed's.
+	// The wire form of one error is the documented one.
 	b, _ := json.Marshal(errs[1])
 	if got, want := string(b), `{"path":"$.url","message":"'not-a-url' is not a valid URI","schema_path":"properties.url.format"}`; got != want {
 		t.Errorf("json.Marshal(FieldError) = %s, want %s", got, want)
@@ -835,7 +835,7 @@ func FuzzNormalize(f *testing.F) {
 }
 
 // BenchmarkNormalize is the per-run cost of parameter validation at run creation (schema already compiled
-// and cached): the seed's web-crawler schema with typical parameters.
+// and cached): the web-crawler schema with typical parameters.
 func BenchmarkNormalize(b *testing.B) {
 	s := mustCompile(b, seedSchema)
 	for _, bc := range []struct{ name, params string }{

@@ -44,7 +44,7 @@ type Session struct {
 	EndedAt      *time.Time `json:"ended_at,omitempty"`
 }
 
-// Result is the outcome of a session, the same shape for every agent type (seed 001 §8).
+// Result is the outcome of a session, the same shape for every agent type.
 type Result struct {
 	// ResultType is "deterministic" or "agent".
 	ResultType string `json:"result_type"`

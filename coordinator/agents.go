@@ -10,8 +10,8 @@ import (
 	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
-// ListAgents lists agents ordered by name. Deterministic agents carry their parameters_schema inline (seed
-// 001 §5); AI agents carry one only when they declare it (the implicit prompt schema is left out).
+// ListAgents lists agents ordered by name. Deterministic agents carry their parameters_schema inline, so a
+// caller sees what to send without a second request; AI agents carry one only when they declare it (the implicit prompt schema is left out).
 func (c *Coordinator) ListAgents(ctx context.Context, p orchestrator.ListAgentsParams) ([]*orchestrator.AgentInfo, error) {
 	for _, t := range p.Tags {
 		if err := tags.Validate(t); err != nil {

@@ -241,7 +241,7 @@ func TestStartRunValidation(t *testing.T) {
 		t.Errorf("stored parameters = %s, want depth defaulted to 2", run.Parameters)
 	}
 
-	// Resuming a deterministic session is refused with the seed's message.
+	// Resuming a deterministic session is refused with the documented message.
 	_, err = c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Type: orchestrator.RunTypeResume,
 		SessionID: res.SessionID, Prompt: "again"})
 	if err == nil || !errors.Is(err, orchestrator.ErrInvalid) || err.Error() != "Deterministic agents do not support resumption" {
@@ -254,7 +254,7 @@ func TestStartRunValidation(t *testing.T) {
 			t.Errorf("resume web-crawler with session %q: %v", sid, err)
 		}
 	}
-	// "mode": "resume" as in seed 002's curl example means the same.
+	// The legacy "mode": "resume" means the same.
 	_, err = c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: "resume", SessionID: res.SessionID})
 	if err == nil || err.Error() != "Deterministic agents do not support resumption" {
 		t.Errorf("mode resume: error %v", err)

@@ -88,11 +88,20 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 		}
 		out[i] = &orchestrator.Event{SessionID: sessionID, Type: e.Type, Time: now, Data: data}
 	}
+	started := false
 	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		first, err := startedByEvents(ctx, tx, sessionID, now)
+		if err != nil {
+			return err
+		}
+		started = first != nil
 		if executorSessionID != "" {
 			if _, err := tx.UpdateSession(ctx, sessionID, nil, orchestrator.SessionUpdate{ExecutorSessionID: &executorSessionID, UpdatedAt: now}); err != nil {
 				return err
 			}
+		}
+		if first != nil {
+			return tx.AppendEvents(ctx, sessionID, append([]*orchestrator.Event{first}, out...))
 		}
 		return tx.AppendEvents(ctx, sessionID, out)
 	})
@@ -103,5 +112,27 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 		return nil, err
 	}
 	c.wake(eventsKey(sessionID))
+	if started {
+		c.wake(sessionKey(sessionID))
+	}
 	return out, nil
+}
+
+// startedByEvents marks the session's claimed run started when its events arrive before the runner's
+// started report — an executor that posts through the runner's gateway races that report — and returns
+// the run_started event to append before them (nil when the run is not claimed), so that run_started is
+// always a run's first event. The started report that follows finds the run running and changes nothing.
+func startedByEvents(ctx context.Context, tx orchestrator.Store, sessionID string, now time.Time) (*orchestrator.Event, error) {
+	s, err := tx.GetSession(ctx, sessionID)
+	if err != nil || s.Status != orchestrator.SessionPending || s.CurrentRunID == "" {
+		return nil, err
+	}
+	run, err := markStarted(ctx, tx, s.CurrentRunID, "", now)
+	if errors.Is(err, orchestrator.ErrConflict) {
+		return nil, nil // not claimed yet (events before any runner took it), or started meanwhile
+	}
+	if err != nil {
+		return nil, err
+	}
+	return runStartedEvent(run, now), nil
 }

@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -41,5 +42,61 @@ func TestAppendEventsRefusesMalformedText(t *testing.T) {
 	}
 	if _, err := c.AppendEvents(ctx, res.SessionID, []orchestrator.Event{good}); err != nil {
 		t.Errorf("AppendEvents of well-formed text: %v", err)
+	}
+}
+
+// TestRunStartedComesFirst: events that reach the coordinator before the runner's started report (an
+// executor posting through the runner's gateway while the report is on its way) mark the run started,
+// so run_started is the run's first event whatever path its events took; the late started report then
+// changes nothing.
+func TestRunStartedComesFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, coordinator.Config{})
+	createAgent(t, c, "helper")
+	ai := registerAI(t, c, "host-ai")
+	for _, resume := range []bool{false, true} {
+		p := orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}
+		if resume {
+			first := start(t, c, p)
+			poll(t, c, ai.RunnerID, 1)
+			report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: first.RunID, Status: orchestrator.RunCompleted,
+				Result: &orchestrator.Result{ResultType: "agent", ResultText: "one"}})
+			p = orchestrator.StartRunParams{Type: orchestrator.RunTypeResume, SessionID: first.SessionID, Prompt: "again"}
+		}
+		res := start(t, c, p)
+		if w := poll(t, c, ai.RunnerID, 1); len(w.Runs) != 1 {
+			t.Fatalf("poll: %+v", w)
+		}
+		before, err := c.ListEvents(ctx, res.SessionID, 0, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var after int64
+		if len(before) > 0 {
+			after = before[len(before)-1].Seq
+		}
+		if _, err := c.AppendEvents(ctx, res.SessionID, []orchestrator.Event{orchestrator.NewEvent("message", map[string]any{"role": "assistant", "content": "hi"})}); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := c.GetSession(ctx, res.SessionID); s.Status != orchestrator.SessionRunning || s.RunnerID != ai.RunnerID {
+			t.Errorf("resume %v: session after its first event = %s on %q, want running on %s", resume, s.Status, s.RunnerID, ai.RunnerID)
+		}
+		if r, _ := c.GetRun(ctx, res.RunID); r.Status != orchestrator.RunRunning || r.StartedAt == nil {
+			t.Errorf("resume %v: run after its first event = %s started %v, want running with started_at", resume, r.Status, r.StartedAt)
+		}
+		report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning}) // late: harmless
+		report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: res.RunID, Status: orchestrator.RunCompleted})
+		evs, err := c.ListEvents(ctx, res.SessionID, after, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, e := range evs {
+			types = append(types, e.Type)
+		}
+		if got, want := strings.Join(types, ","), "run_started,message,result,run_ended"; got != want {
+			t.Errorf("resume %v: the run's events = %s, want %s", resume, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 )
@@ -96,20 +97,12 @@ func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunRep
 	var sessionID string
 	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
 		now := c.now()
-		run, err := updateRunBrief(ctx, tx, rep.RunID, []orchestrator.RunStatus{orchestrator.RunClaimed}, rep.RunnerID,
-			orchestrator.RunUpdate{Status: new(orchestrator.RunRunning), StartedAt: &now})
+		run, err := markStarted(ctx, tx, rep.RunID, rep.RunnerID, now)
 		if err != nil {
 			return err
 		}
 		sessionID = run.SessionID
-		if _, err := updateSessionBrief(ctx, tx, run.SessionID, []orchestrator.SessionStatus{orchestrator.SessionPending}, orchestrator.SessionUpdate{
-			Status: new(orchestrator.SessionRunning), RunnerID: &rep.RunnerID, UpdatedAt: now,
-		}); err != nil {
-			return err
-		}
-		return tx.AppendEvents(ctx, run.SessionID, []*orchestrator.Event{eventOf(orchestrator.EventRunStarted, now, map[string]any{
-			"run_id": run.ID, "runner_id": rep.RunnerID,
-		})})
+		return tx.AppendEvents(ctx, run.SessionID, []*orchestrator.Event{runStartedEvent(run, now)})
 	})
 	if errors.Is(err, orchestrator.ErrConflict) || errors.Is(err, orchestrator.ErrNotFound) {
 		return c.explainReport(ctx, rep, err)
@@ -119,6 +112,26 @@ func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunRep
 		c.wake(sessionKey(sessionID))
 	}
 	return err
+}
+
+// markStarted moves a claimed run (held by runnerID, when given) and its pending session to running.
+// The caller appends the run's run_started event in the same transaction.
+func markStarted(ctx context.Context, tx orchestrator.Store, runID, runnerID string, now time.Time) (*orchestrator.RunBrief, error) {
+	run, err := updateRunBrief(ctx, tx, runID, []orchestrator.RunStatus{orchestrator.RunClaimed}, runnerID,
+		orchestrator.RunUpdate{Status: new(orchestrator.RunRunning), StartedAt: &now})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := updateSessionBrief(ctx, tx, run.SessionID, []orchestrator.SessionStatus{orchestrator.SessionPending}, orchestrator.SessionUpdate{
+		Status: new(orchestrator.SessionRunning), RunnerID: &run.RunnerID, UpdatedAt: now,
+	}); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+func runStartedEvent(run *orchestrator.RunBrief, now time.Time) *orchestrator.Event {
+	return eventOf(orchestrator.EventRunStarted, now, map[string]any{"run_id": run.ID, "runner_id": run.RunnerID})
 }
 
 func (c *Coordinator) reportEnded(ctx context.Context, rep orchestrator.RunReport) error {

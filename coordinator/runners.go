@@ -16,7 +16,7 @@ import (
 // RegisterRunner registers a runner and binds the blueprints it announces to it. The runner id is stable
 // for the same hostname, project directory and executor profile ([orchestrator.RunnerRegistration.RunnerID]).
 //
-// Name collisions are resolved as seed 000 §3 says: the first owner keeps "web-crawler", a later runner's
+// Name collisions (docs/decisions.md): the first owner keeps "web-crawler", a later runner's
 // copy is registered as "web-crawler@<runner_id>" and the response tells it so.
 //
 // Registering an id that is already registered replaces the previous incarnation: runs it still held fail

@@ -277,7 +277,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 }
 
 // checkParent enforces the callback rules: a parent must exist, and only an AI session can be resumed with
-// a child's result (seed 001 §3: deterministic callers use sync).
+// a child's result (a deterministic session cannot be resumed, so its children run in sync mode).
 func (c *Coordinator) checkParent(ctx context.Context, p orchestrator.StartRunParams) error {
 	if p.ParentSessionID == "" {
 		return nil
@@ -341,7 +341,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	notResumable := func(agent string) error {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
 	}
-	// Naming a deterministic agent is reason enough, whatever the session (seed 002's example).
+	// Naming a deterministic agent is reason enough, whatever the session (the README's example).
 	if p.AgentName != "" {
 		if a, err := c.store.GetAgent(ctx, p.AgentName); err == nil && a.Type() == orchestrator.AgentTypeDeterministic {
 			return nil, notResumable(a.Name)

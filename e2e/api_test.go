@@ -132,7 +132,7 @@ func TestAgentsListing(t *testing.T) {
 	}
 }
 
-// seedSchema is seed 001 §6's parameters_schema.
+// seedSchema is the web-crawler parameters_schema of the README's example.
 const seedSchema = `{
 	"type": "object",
 	"required": ["url"],
@@ -142,7 +142,7 @@ const seedSchema = `{
 	}
 }`
 
-// Issue 3, test 2: invalid parameters are a 400 with seed 001 §6's body, field for field, and create
+// Issue 3, test 2: invalid parameters are a 400 with the documented body (docs/http-api.md), field for field, and create
 // nothing.
 func TestValidationError(t *testing.T) {
 	t.Parallel()
@@ -159,7 +159,7 @@ func TestValidationError(t *testing.T) {
 	if ct := hdr.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("Content-Type %q, want application/json", ct)
 	}
-	// The seed's keys, in the seed's order.
+	// The documented keys, in their order.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var keys []string
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -231,7 +231,7 @@ func TestValidationError(t *testing.T) {
 	}
 }
 
-// Issue 3, test 3: a run goes from POST /runs (201) to its structured result; the seed's own echo-json
+// Issue 3, test 3: a run goes from POST /runs (201) to its structured result; the example echo-json
 // blueprint (python) returns its parameters as result_data.
 func TestRunToResult(t *testing.T) {
 	t.Parallel()
@@ -495,7 +495,7 @@ func TestResumeDeterministicRejected(t *testing.T) {
 		t.Fatalf("first run: %s", mustJSON(t, res))
 	}
 	for _, body := range []map[string]any{
-		{"agent_name": "probe", "mode": "resume", "session_id": s.SessionID}, // seed 002's curl
+		{"agent_name": "probe", "mode": "resume", "session_id": s.SessionID}, // the legacy spelling
 		{"agent_name": "probe", "type": "resume", "session_id": s.SessionID, "prompt": "again"},
 	} {
 		status, data, _ := a.do("POST", "/runs", body)

@@ -3,8 +3,8 @@
 // processes on 127.0.0.1 — each test its own coordinator, SQLite file, runners and blueprint folders — and
 // drive them through the HTTP API only.
 //
-//	api_test.go        the wire contract: listing and schemas, the seed's validation 400, runs to their
-//	                   results (testagent, ao-file-stats, the seed's python echo-json), stderr events while
+//	api_test.go        the wire contract: listing and schemas, the validation 400, runs to their
+//	                   results (testagent, ao-file-stats, the python echo-json), stderr events while
 //	                   a command runs (paged and SSE), name@runner_id collisions, resume refused, auth
 //	lifecycle_test.go  real-process lifecycles: a runner SIGKILLed mid-run, a coordinator SIGKILLed and
 //	                   restarted, a runner re-registering with a coordinator that forgot it, stop reaching

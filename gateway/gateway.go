@@ -1,5 +1,5 @@
 // Package gateway is a runner's loopback HTTP endpoint through which the processes an executor starts
-// reach the coordinator without holding the runner's credentials (DESIGN §2, §10).
+// reach the coordinator without holding the runner's credentials (docs/architecture.md, SECURITY.md).
 //
 // Each run gets its own random token when the runner opens the gateway for it ([Gateway.Open]); the
 // token is valid until the run ends. A request with that token may

@@ -15,7 +15,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// agentList is the body of GET /agents (seed 001 §5).
+// agentList is the body of GET /agents.
 type agentList struct {
 	Agents []*orchestrator.AgentInfo `json:"agents"`
 }

@@ -60,7 +60,7 @@ func kindForStatus(status int) error {
 	return ErrServer
 }
 
-// writeError renders err as the API's JSON error body. A validation error gets seed 001 §6's exact body;
+// writeError renders err as the API's JSON error body. A validation error gets its own body (every error and the schema);
 // an unknown error is a 500 with a generic message (the real one is logged, not shown).
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	if isGone(r, err) {
@@ -77,13 +77,13 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	writeRaw(w, status, body)
 }
 
-// renderError returns err's status and JSON body: seed 001 §6's exact body for a validation error, else
+// renderError returns err's status and JSON body: the validation body for a validation error, else
 // {"error": code, "message": msg, …details}. A coordinator fault is logged, and its body says only that
 // it happened.
 func renderError(r *http.Request, log *slog.Logger, err error) (int, []byte) {
 	var ve *orchestrator.ValidationError
 	if errors.As(err, &ve) {
-		b, merr := json.Marshal(ve) // ValidationError marshals to the seed's body
+		b, merr := json.Marshal(ve) // ValidationError marshals to the validation body
 		if merr == nil {
 			return http.StatusBadRequest, b
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
-// seedValidationBody is seed 001 §6's validation error response, verbatim.
+// seedValidationBody is the documented validation error response (docs/http-api.md), verbatim.
 const seedValidationBody = `{
   "error": "parameter_validation_failed",
   "message": "Parameters do not match agent's parameters_schema",
@@ -57,7 +57,7 @@ func seedValidationError() *orchestrator.ValidationError {
 	}
 }
 
-// TestSeedValidationBody: a *ValidationError renders as seed 001 §6's body, byte for byte (modulo
+// TestSeedValidationBody: a *ValidationError renders as the documented body, byte for byte (modulo
 // indentation), with status 400.
 func TestSeedValidationBody(t *testing.T) {
 	t.Parallel()
@@ -86,7 +86,7 @@ func TestSeedValidationBody(t *testing.T) {
 	}
 }
 
-// TestValidationThroughCoordinator: invalid parameters through the whole stack give the seed's body and a
+// TestValidationThroughCoordinator: invalid parameters through the whole stack give the documented body and a
 // *ValidationError at the client. It needs the real JSON Schema validator in the root package.
 func TestValidationThroughCoordinator(t *testing.T) {
 	t.Parallel()
@@ -101,7 +101,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 	got := errorBody(t, rec, http.StatusBadRequest)
 	var want map[string]any
 	check(t, "seed body", json.Unmarshal([]byte(seedValidationBody), &want))
-	// The seed lists the errors in another order than ours (by path); compare them as sets.
+	// The documented example lists the errors in another order than ours (by path); compare them as sets.
 	byPath := func(v any) {
 		list, _ := v.([]any)
 		slices.SortFunc(list, func(a, b any) int {
@@ -120,7 +120,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 	}
 }
 
-// TestResumeDeterministicRejected: seed 002 acceptance criterion 7, with its curl body.
+// TestResumeDeterministicRejected: the README's resume of a deterministic session, with its curl body.
 func TestResumeDeterministicRejected(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, coordinator.Config{})

@@ -144,7 +144,7 @@ type server struct {
 	maxResult int64
 }
 
-// NewHandler returns the coordinator's HTTP API over coord (DESIGN §4): agents, runs, sessions, events
+// NewHandler returns the coordinator's HTTP API over coord (docs/http-api.md): agents, runs, sessions, events
 // (paged, long-polled, or streamed as Server-Sent Events), runners, and the /runner/* endpoints runners
 // call. Every route enforces its roles ([Routes]). Every error is a JSON body {"error": code, "message":
 // text, …details} with a status from the error's kind; unknown routes are 404 and wrong methods 405, in

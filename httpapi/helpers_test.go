@@ -165,7 +165,7 @@ func aiAgent(name string) *orchestrator.Blueprint {
 	return &orchestrator.Blueprint{Name: name, Type: orchestrator.AgentTypeAgent, Description: "test agent", Tags: []string{"test"}}
 }
 
-// crawler is seed 001's web-crawler blueprint.
+// crawler is the example web-crawler blueprint.
 func crawler() *orchestrator.Blueprint {
 	return &orchestrator.Blueprint{
 		Name:             "web-crawler",

@@ -49,8 +49,17 @@ func TestCapabilities(t *testing.T) {
 			t.Errorf("protocol %q: tools capability = %+v, want tools without listChanged", version, caps)
 			continue
 		}
-		if caps.Logging != nil || caps.Prompts != nil || caps.Resources != nil || caps.Completions != nil {
-			t.Errorf("protocol %q: capabilities %+v advertise more than tools", version, caps)
+		// Compared as JSON, the wire form, so that every capability counts, deprecated ones (logging) too.
+		raw, err := json.Marshal(caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var advertised map[string]any
+		if err := json.Unmarshal(raw, &advertised); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := advertised["tools"]; len(advertised) != 1 || !ok {
+			t.Errorf("protocol %q: capabilities %s advertise more than tools", version, raw)
 		}
 	}
 }

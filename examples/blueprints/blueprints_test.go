@@ -110,7 +110,7 @@ func TestLoadBlueprints(t *testing.T) {
 	}
 }
 
-// TestEchoJSONIsTheSeedExample checks echo-json.json against seed 002's example, key for key.
+// TestEchoJSONIsTheSeedExample checks echo-json.json against the documented example, key for key.
 func TestEchoJSONIsTheSeedExample(t *testing.T) {
 	const seed = `{
   "name": "echo-json",

@@ -1,5 +1,5 @@
 // Package claudecode is the AI executor: it runs the Claude Code CLI headless for each run of an AI agent
-// (DESIGN §6; seeds 001 §2 and §8, 003).
+// (docs/executors.md).
 //
 // # What a run does
 //
@@ -48,7 +48,7 @@
 //	system_prompt_mode  "append" (default), "replace"  system_prompt goes to --append-system-prompt (Claude
 //	                                                   Code's own system prompt stays) or --system-prompt
 //
-// # Output schema (seed 003)
+// # Output schema
 //
 // With an output schema the answer must be a JSON document that validates (a Markdown code fence around
 // it is tolerated). When it does not, the same Claude Code session is resumed (--resume) with a prompt

@@ -16,13 +16,12 @@ import (
 // [orchestrator.SplitCommand] (quotes honoured, nothing expanded, never a shell), followed by the flags
 // [parameterArgs] renders from parameters.
 //
-// For the seed's example (seed 002) it returns
+// For example,
 //
 //	BuildArgs(`python -m crawler.main`, `{"url":"https://x.com","depth":2}`)
 //	→ ["python", "-m", "crawler.main", "--depth", "2", "--url", "https://x.com"]
 //
-// Note the order: the seed's Python walks its dict in insertion order (url, depth); this function sorts the
-// names, so the same parameters always give the same command line.
+// Note the order: the parameters name url first, but this function sorts the names (docs/decisions.md), so the same parameters always give the same command line.
 func BuildArgs(command string, parameters json.RawMessage) ([]string, error) {
 	argv, err := orchestrator.SplitCommand(command)
 	if err != nil {
@@ -36,7 +35,7 @@ func BuildArgs(command string, parameters json.RawMessage) ([]string, error) {
 }
 
 // parameterArgs renders a parameters object (a JSON object; empty or null means none) as command-line flags,
-// the rules of DESIGN §6 and seed 000 §5:
+// by these rules (docs/executors.md):
 //
 //   - Names are passed as they are (no case conversion), one flag each, in lexicographic (byte) order of the
 //     names. JSON objects are unordered and Go maps have no order, so sorting is what makes the command line

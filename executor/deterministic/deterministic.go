@@ -1,6 +1,6 @@
 // Package deterministic is the executor for deterministic agents: it runs a blueprint's command as a
 // subprocess, passes the run's parameters as command-line flags and on stdin, streams stderr lines as
-// events, and returns stdout as the result (DESIGN §6; seeds 000 §5-6, 001 §8-9, 002, 003).
+// events, and returns stdout as the result (docs/executors.md).
 //
 // # What a run does
 //
@@ -25,7 +25,7 @@
 //     code N" when there are none). ExitCode is always set, -1 when the process did not exit by itself.
 //   - With an output schema (the invocation's OutputSchema, which the coordinator chose), stdout of a
 //     successful exit must be JSON that validates, else the run fails with every validation error: fail
-//     fast, no retries (seed 003).
+//     fast, no retries: running the same command again would print the same output.
 //
 // # Stopping
 //

@@ -56,7 +56,7 @@ func helperMain(args []string) int {
 		return ""
 	}
 	switch mode {
-	case "echo": // stdin to stdout: seed 002's echo-json
+	case "echo": // stdin to stdout: the example echo-json
 		_, _ = io.Copy(os.Stdout, os.Stdin)
 	case "fail":
 		fmt.Fprintln(os.Stderr, "starting")

@@ -39,7 +39,7 @@ type Behavior string
 
 const (
 	// Echo completes successfully with output that is the invocation's parameters, as JSON: result_data
-	// must equal the parameters (a JSON object), as seed 002's echo-json agent does.
+	// must equal the parameters (a JSON object), as the example echo-json agent does.
 	Echo Behavior = "echo"
 	// Fail fails, with an error message that contains [FailMessage].
 	Fail Behavior = "fail"
@@ -213,7 +213,7 @@ func (s *suite) successResultShape(t *testing.T) {
 	if res.Error != "" || len(res.ValidationErrors) > 0 || res.Truncated {
 		t.Errorf("Error = %q, ValidationErrors = %v, Truncated = %v; want none", res.Error, res.ValidationErrors, res.Truncated)
 	}
-	// The wire form is the seeds' result shape.
+	// The wire form is the API's result shape.
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatalf("json.Marshal(Result) = %v", err)

@@ -13,7 +13,7 @@
 //     or its files (a token file of mode 0600). The runner must be able to switch users ([User.Check]).
 //
 // Hiding variables protects against an agent that reads its own environment; only another user also
-// protects against one that reads the runner's process. See the README, "Running agents safely".
+// protects against one that reads the runner's process. See docs/safety.md.
 package isolation
 
 import (

@@ -1,5 +1,5 @@
 // Package process is the executor for external executables: programs in any language that speak the
-// orchestrator's stdin protocol (the seeds' ao-*-exec pattern, DESIGN §6). The protocol is specified in
+// orchestrator's stdin protocol (docs/executors.md). The protocol is specified in
 // docs/executor-protocol.md; in short:
 //
 //   - For each run the runner starts the configured program (directly, never through a shell, leading its
@@ -128,8 +128,8 @@ func New(cfg Config) *Executor {
 	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
 }
 
-// Input is the JSON document a program reads on stdin: the invocation, schema version "2.2" (the seeds'
-// 2.1 plus run_id, prompt, executor_session_id, output_schema and result_file).
+// Input is the JSON document a program reads on stdin: the invocation, schema version "2.2" (2.1 plus
+// run_id, prompt, executor_session_id, output_schema and result_file).
 type Input struct {
 	SchemaVersion string `json:"schema_version"`
 	// Mode is "start" or "resume".

@@ -326,7 +326,7 @@ func (f *flattener) quoteSchemas(loc, kw string, indexes []int) string {
 
 var kindPrinter = message.NewPrinter(language.English)
 
-// message words one fieldLeaf error like Python's jsonschema, which the seeds show; kinds without a Python
+// message words one fieldLeaf error like Python's jsonschema (docs/decisions.md); kinds without a Python
 // counterpart keep the validator's own wording.
 func (f *flattener) message(k sjs.ErrorKind, v any, at string) string {
 	switch k := k.(type) {

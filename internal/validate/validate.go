@@ -3,7 +3,7 @@
 // github.com/santhosh-tekuri/jsonschema/v6 compiles (checking the meta-schema) and validates (every error,
 // with instance locations, format asserted), and github.com/google/jsonschema-go applies defaults. What is
 // ours is the glue: turning the validator's error tree into flat, sorted errors worded like Python's
-// jsonschema (the seeds' wording), and applying defaults without making valid params invalid.
+// jsonschema (docs/decisions.md), and applying defaults without making valid params invalid.
 package validate
 
 import (

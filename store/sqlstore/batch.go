@@ -134,7 +134,7 @@ func (b *batcher) commit(batch []*txRequest) {
 		// caller's cancellation does not reach. With a cancellable one, the driver and database/sql each
 		// start a goroutine per statement to watch it, on the single writer's path; a transaction is a few
 		// statements of well under a millisecond, so there is nothing worth interrupting.
-		r.err, r.pan = call(context.WithoutCancel(r.ctx), txs, r.fn)
+		r.pan, r.err = call(context.WithoutCancel(r.ctx), txs, r.fn)
 		switch {
 		case single:
 		case r.err == nil && r.pan == nil:
@@ -173,11 +173,11 @@ func (b *batcher) commit(batch []*txRequest) {
 }
 
 // call runs fn, turning a panic into a value the caller re-raises.
-func call(ctx context.Context, tx *Store, fn func(ctx context.Context, tx *Store) error) (err error, pan any) {
+func call(ctx context.Context, tx *Store, fn func(ctx context.Context, tx *Store) error) (pan any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			pan = p
 		}
 	}()
-	return fn(ctx, tx), nil
+	return nil, fn(ctx, tx)
 }

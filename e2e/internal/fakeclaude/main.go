@@ -17,6 +17,9 @@
 //	child_parameters  the child's parameters
 //	wait_child        wait for the child to end (get_agent_session_result, wait_seconds) before answering
 //	fail              end with an error result (subtype error_during_execution) and exit status 1
+//	post_event        before its first line, post a progress event with this message to the run's session
+//	                  through the gateway ($AGENT_ORCHESTRATOR_API_URL, $AGENT_ORCHESTRATOR_TOKEN), as a
+//	                  tool or hook of a real session may do
 //
 // A resumed session (--resume <id>) keeps <id> as its session id. When its prompt carries the ```json
 // block of an orchestrator callback, its answer is the JSON object {"received": <that block>}, so the
@@ -28,6 +31,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -76,6 +80,7 @@ type inputs struct {
 	ChildParameters json.RawMessage `json:"child_parameters"`
 	WaitChild       bool            `json:"wait_child"`
 	Fail            bool            `json:"fail"`
+	PostEvent       string          `json:"post_event"`
 }
 
 var (
@@ -158,6 +163,19 @@ func run(inv *Invocation) int {
 			return fail(inv, out, "read --mcp-config: %v", err)
 		}
 	}
+	var in inputs
+	if inv.Resume == "" {
+		if m := inputsBlock.FindStringSubmatch(inv.Stdin); m != nil {
+			if err := json.Unmarshal([]byte(m[1]), &in); err != nil {
+				return fail(inv, out, "the prompt's <inputs> block: %v", err)
+			}
+		}
+	}
+	if in.PostEvent != "" {
+		if err := postEvent(in.PostEvent); err != nil {
+			return fail(inv, out, "post_event: %v", err)
+		}
+	}
 	wd, _ := os.Getwd()
 	var servers []any
 	if len(inv.MCPConfig) > 0 {
@@ -168,12 +186,6 @@ func run(inv *Invocation) int {
 
 	if inv.Resume != "" {
 		return resumed(inv, out)
-	}
-	var in inputs
-	if m := inputsBlock.FindStringSubmatch(inv.Stdin); m != nil {
-		if err := json.Unmarshal([]byte(m[1]), &in); err != nil {
-			return fail(inv, out, "the prompt's <inputs> block: %v", err)
-		}
 	}
 	if in.ChildAgent == "" {
 		inv.Answer = "Nothing to do: the prompt names no child_agent."
@@ -281,6 +293,28 @@ func resumed(inv *Invocation, out *stream) int {
 	out.assistant(text(inv.Answer))
 	out.result(inv.Answer, 1)
 	return 0
+}
+
+// postEvent appends a progress event to the run's session through the runner's gateway.
+func postEvent(message string) error {
+	body, _ := json.Marshal(map[string]any{"events": []any{map[string]any{"event_type": "progress", "message": message}}})
+	url := strings.TrimSuffix(os.Getenv("AGENT_ORCHESTRATOR_API_URL"), "/") + "/sessions/" + os.Getenv("AGENT_SESSION_ID") + "/events"
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+os.Getenv("AGENT_ORCHESTRATOR_TOKEN"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return nil
 }
 
 // connect opens an MCP client session with the server named "orchestrator" in the --mcp-config document,

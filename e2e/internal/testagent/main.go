@@ -13,7 +13,7 @@
 //	--exit CODE         exit with CODE (after writing a line saying so to stderr)
 //	--get PATHS         GET each of the comma-separated paths from the runner's gateway with the run's token,
 //	                    and report each answer's status and body in the output's "gets"
-//	--tag, --url, --depth  ignored (labels, and seed 001 §6's parameters)
+//	--tag, --url, --depth  ignored (labels, and the web-crawler example's parameters)
 //
 // Unless it exits non-zero it prints one JSON object to stdout: its run and session ids, working directory,
 // pid, argv and the parameters it read on stdin.

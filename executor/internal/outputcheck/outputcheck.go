@@ -1,5 +1,5 @@
 // Package outputcheck applies an output_schema to an executor's result the way deterministic agents need it
-// (seed 003, "validate-or-fail"): no retries, the first invalid output fails the run with every validation
+// ("validate-or-fail", docs/executors.md): no retries, the first invalid output fails the run with every validation
 // error attached. It is shared by the executors under executor/.
 package outputcheck
 

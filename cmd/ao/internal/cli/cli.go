@@ -135,13 +135,12 @@ func (a *App) line() (string, error) {
 
 // env is the state of one invocation: the global flags and the coordinator.
 type env struct {
-	app      *App
-	urlFlag  string
-	token    string
-	json     bool
-	coordMu  sync.Mutex
-	coord    orchestrator.Coordinator
-	coordURL string
+	app     *App
+	urlFlag string
+	token   string
+	json    bool
+	coordMu sync.Mutex
+	coord   orchestrator.Coordinator
 }
 
 // url is the coordinator's URL: --url, else ORCHESTRATOR_URL, else DefaultURL.
