@@ -25,6 +25,7 @@ type runFlags struct {
 	prompt          string
 	async           bool
 	stopOnInterrupt bool
+	jsonl           string
 }
 
 func (e *env) runCommand() *cobra.Command {
@@ -48,11 +49,18 @@ failed otherwise or was stopped; 2 when the parameters were refused (each error 
 after Ctrl-C. With --async, 0 once the session is queued.
 
 Ctrl-C on a terminal asks whether to stop the session; --stop-on-interrupt stops it without asking.
-Otherwise (piped) Ctrl-C leaves it running and says how to follow or stop it.`,
+Otherwise (piped) Ctrl-C leaves it running and says how to follow or stop it.
+
+--jsonl FILE (- for stdin) starts one session per line instead, each line a JSON object of parameters
+(-p values and --prompt are set on each), in batches of up to 1,000 sessions per request: a batch starts
+all its sessions or none, and a refused batch names each refused line with its errors (exit status 2).
+It does not follow them: it prints one session id per line, in the order of the file (with --json, one
+{"line", "session_id", "run_id", "status"} object per line).`,
 		Example: `  ao run web-crawler -p url=https://example.com -p depth=1
   ao run web-crawler -p url=https://example.com -p patterns='*.html,/docs/*'
   ao run file-stats --params '{"path": "."}' --json | jq .result.result_data
-  ao run reviewer --prompt "review the last commit" --async`,
+  ao run reviewer --prompt "review the last commit" --async
+  ao run web-crawler --jsonl urls.jsonl > sessions.txt`,
 		Args: args(1, "one agent name"),
 		RunE: func(c *cobra.Command, a []string) error {
 			return e.run(c.Context(), a[0], f)
@@ -65,6 +73,7 @@ Otherwise (piped) Ctrl-C leaves it running and says how to follow or stop it.`,
 	fl.StringVar(&f.prompt, "prompt", "", "the prompt (AI agents)")
 	fl.BoolVar(&f.async, "async", false, "start the run and print its session id without following it")
 	fl.BoolVar(&f.stopOnInterrupt, "stop-on-interrupt", false, "on Ctrl-C, stop the session without asking")
+	fl.StringVar(&f.jsonl, "jsonl", "", "start one session per line of this JSON Lines file of parameters (- for stdin), without following them")
 	_ = c.RegisterFlagCompletionFunc("param", e.completeParam)
 	return c
 }
@@ -114,6 +123,9 @@ func (e *env) readParams(v string) ([]byte, error) {
 }
 
 func (e *env) run(ctx context.Context, agent string, f runFlags) error {
+	if f.jsonl != "" {
+		return e.runMany(ctx, agent, f)
+	}
 	coord, err := e.connect()
 	if err != nil {
 		return err
