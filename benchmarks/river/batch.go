@@ -8,6 +8,6 @@ import (
 )
 
 // startBatch creates runs in one call.
-func startBatch(context.Context, *coordinator.Coordinator, []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
-	return nil, errNoBatch
+func startBatch(ctx context.Context, coord *coordinator.Coordinator, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
+	return coord.StartRuns(ctx, ps)
 }
