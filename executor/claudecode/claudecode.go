@@ -149,15 +149,7 @@ func New(cfg Config) *Executor {
 	case cfg.DefaultOutputRetries < 0:
 		cfg.DefaultOutputRetries = 0
 	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = DefaultStopGrace
-	}
-	if cfg.MaxStderrLine == 0 {
-		cfg.MaxStderrLine = DefaultMaxStderrLine
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
 	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
 }
 

@@ -105,15 +105,7 @@ func New(cfg Config) *Executor {
 	if cfg.MaxOutputBytes <= 0 {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = DefaultStopGrace
-	}
-	if cfg.MaxStderrLine == 0 {
-		cfg.MaxStderrLine = DefaultMaxStderrLine // the stderr pump raises values below proc.MinStderrLine
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
 	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
 }
 

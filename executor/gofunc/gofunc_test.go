@@ -14,6 +14,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/executortest"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
+	"github.com/agentorchestrator/orchestrator/executor/internal/eventtest"
 )
 
 func TestConformance(t *testing.T) {
@@ -170,24 +171,6 @@ func TestNewTaskPanics(t *testing.T) {
 	}
 }
 
-type recorder struct {
-	mu     sync.Mutex
-	events []orchestrator.Event
-}
-
-func (r *recorder) Emit(_ context.Context, evs ...orchestrator.Event) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, evs...)
-	return nil
-}
-
-func (r *recorder) all() []orchestrator.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]orchestrator.Event(nil), r.events...)
-}
-
 func invocation(task gofunc.Task, params string) *orchestrator.Invocation {
 	return &orchestrator.Invocation{
 		Mode: orchestrator.RunTypeStart, SessionID: "ses_t", RunID: "run_t",
@@ -199,7 +182,7 @@ func TestTypedTask(t *testing.T) {
 	t.Parallel()
 	task := gofunc.NewTask("crawler", "Crawls", crawl)
 	ex := gofunc.New(task)
-	rec := &recorder{}
+	rec := &eventtest.Recorder{}
 	inv := invocation(task, `{"url":"https://x.com","depth":2}`)
 	inv.OutputSchema = task.Blueprint().OutputSchema
 	res, err := ex.Execute(t.Context(), inv, rec)
@@ -210,7 +193,7 @@ func TestTypedTask(t *testing.T) {
 	if string(res.ResultData) != want || res.ResultText != want || *res.ExitCode != gofunc.ExitOK || res.ResultType != "deterministic" {
 		t.Errorf("result = %+v, want data and text %s, exit 0", res, want)
 	}
-	evs := rec.all()
+	evs := rec.All()
 	if len(evs) != 1 || evs[0].Type != orchestrator.EventProgress || evs[0].SessionID != "ses_t" || evs[0].Time.IsZero() ||
 		string(evs[0].Data) != `{"message":"crawling https://x.com to depth 2"}` {
 		t.Errorf("events = %+v", evs)
@@ -299,7 +282,7 @@ func TestStopAbandonsFunctionIgnoringContext(t *testing.T) {
 	})
 	ex := gofunc.NewWithConfig(gofunc.Config{StopGrace: 100 * time.Millisecond}, task)
 	ctx, cancel := context.WithCancel(t.Context())
-	rec := &recorder{}
+	rec := &eventtest.Recorder{}
 	started := make(chan struct{})
 	sink := orchestrator.EventSinkFunc(func(ctx context.Context, evs ...orchestrator.Event) error {
 		close(started)
@@ -325,7 +308,7 @@ func TestStopAbandonsFunctionIgnoringContext(t *testing.T) {
 	if err := <-lateEmit; !errors.Is(err, gofunc.ErrInvocationEnded) {
 		t.Errorf("Emit after Execute returned = %v, want ErrInvocationEnded", err)
 	}
-	if n := len(rec.all()); n != 1 {
+	if n := len(rec.All()); n != 1 {
 		t.Errorf("sink got %d events, want 1", n)
 	}
 }

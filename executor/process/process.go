@@ -108,18 +108,10 @@ var _ orchestrator.Executor = (*Executor)(nil)
 // New returns an executor with cfg, its zero fields set to their defaults. A relative Path with a slash is
 // made absolute now, against the current working directory.
 func New(cfg Config) *Executor {
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = DefaultStopGrace
-	}
-	if cfg.MaxStderrLine == 0 {
-		cfg.MaxStderrLine = DefaultMaxStderrLine
-	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
 	if strings.Contains(cfg.Path, "/") && !filepath.IsAbs(cfg.Path) {
 		if abs, err := filepath.Abs(cfg.Path); err == nil {
 			cfg.Path = abs

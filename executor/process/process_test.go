@@ -3,7 +3,6 @@
 package process
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,13 +12,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/executortest"
+	"github.com/agentorchestrator/orchestrator/executor/internal/eventtest"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proctest"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
@@ -165,27 +164,9 @@ func readyPgid(t *testing.T, events []orchestrator.Event) int {
 	return 0
 }
 
-type recorder struct {
-	mu     sync.Mutex
-	events []orchestrator.Event
-}
-
-func (r *recorder) Emit(_ context.Context, evs ...orchestrator.Event) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, evs...)
-	return nil
-}
-
-func (r *recorder) all() []orchestrator.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]orchestrator.Event(nil), r.events...)
-}
-
-func mustExecute(t *testing.T, inv *orchestrator.Invocation) (*orchestrator.Result, *recorder) {
+func mustExecute(t *testing.T, inv *orchestrator.Invocation) (*orchestrator.Result, *eventtest.Recorder) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &eventtest.Recorder{}
 	res, err := newExecutor(t).Execute(t.Context(), inv, rec)
 	if err != nil {
 		t.Fatalf("Execute(%v) error = %v", inv.Blueprint.ExecutorConfig, err)
@@ -291,7 +272,7 @@ func TestOutcomes(t *testing.T) {
 		if res != nil {
 			t.Errorf("Execute = %+v, want a nil Result", res)
 		}
-		if evs := rec.all(); len(evs) != 0 {
+		if evs := rec.All(); len(evs) != 0 {
 			t.Errorf("events = %v, want none (stdout is not an event)", evs)
 		}
 	})
@@ -323,7 +304,7 @@ func TestOutcomes(t *testing.T) {
 		if res == nil || res.Failed() || res.ResultText != "ok" || res.ResultType != "agent" {
 			t.Fatalf("Execute = %+v", res)
 		}
-		evs := rec.all()
+		evs := rec.All()
 		if len(evs) != 1 || evs[0].Type != orchestrator.EventExecutorSession || evs[0].SessionID != inv.SessionID {
 			t.Fatalf("events = %v, want one executor_session event", evs)
 		}

@@ -89,6 +89,10 @@ var (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--version" { // the runner's start-up check; not a run
+		fmt.Println("2.0.0 (Claude Code, fake)")
+		return
+	}
 	inv := &Invocation{Pid: os.Getpid(), Args: os.Args[1:], Env: map[string]string{}}
 	for _, k := range []string{"AGENT_SESSION_ID", "AGENT_RUN_ID", "AGENT_ORCHESTRATOR_API_URL"} {
 		inv.Env[k] = os.Getenv(k)

@@ -1,0 +1,36 @@
+package coordinator
+
+import (
+	"flag"
+	"strings"
+	"time"
+)
+
+// RegisterFlags registers the settings a coordinator's operator tunes as flags on fs, with the defaults
+// [New] would apply: -heartbeat-interval, -stale-after, -offline-after, -no-match-timeout,
+// -redeliver-after, -retention, -webhook-timeout, -webhook-secret and -webhook-allow-hosts. A service that
+// embeds the coordinator calls it before fs.Parse; the fields it does not register (Store, Logger,
+// Notifier, Now, …) are the service's to set. -webhook-secret keeps the value WebhookSecret has when it is
+// not given, so a default read from the environment can be set before or after this call.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "how often runners heartbeat")
+	fs.DurationVar(&c.StaleAfter, "stale-after", 90*time.Second, "no heartbeat for this long: the runner claims nothing new")
+	fs.DurationVar(&c.OfflineAfter, "offline-after", 180*time.Second, "no heartbeat for this long: the runner's runs fail")
+	fs.DurationVar(&c.NoMatchTimeout, "no-match-timeout", 300*time.Second, "fail a run no runner can take after this long")
+	fs.DurationVar(&c.RedeliverAfter, "redeliver-after", 15*time.Second, "hand a claimed run its runner never started to it again after this long")
+	fs.DurationVar(&c.Retention, "retention", 0, "delete sessions that ended longer ago than this (0: keep everything)")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "bound of one callback_url delivery attempt")
+	fs.Func("webhook-secret", "secret signing callback_url deliveries (whsec_ + base64, or any text)", func(s string) error {
+		c.WebhookSecret = []byte(s)
+		return nil
+	})
+	fs.Func("webhook-allow-hosts", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)", func(s string) error {
+		c.WebhookAllowHosts = nil
+		for h := range strings.SplitSeq(s, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.WebhookAllowHosts = append(c.WebhookAllowHosts, h)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,193 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+	"github.com/agentorchestrator/orchestrator/ui"
+)
+
+// EnvWebhookSecret is the environment variable -webhook-secret defaults to.
+const EnvWebhookSecret = "ORCHESTRATOR_WEBHOOK_SECRET"
+
+// CoordinatorConfig configures the coordinator service: where it listens, its store, its tokens, and the
+// coordinator's own settings.
+type CoordinatorConfig struct {
+	// Addr is the address to listen on (-addr). Default 127.0.0.1:8765.
+	Addr string
+	// DB is a SQLite file or a postgres:// URL (-db). Default orchestrator.db.
+	DB string
+	// AgentsDir, when set, is a folder of AI agent blueprints (*.json) put into the registry at start
+	// (-agents-dir).
+	AgentsDir string
+	// AdminTokens, ClientTokens and RunnerTokens are comma-separated bearer tokens for each role
+	// (-admin-token, -client-token, -runner-token; default: the httpapi.Env*Token variables). Without
+	// any the API is open, and the service refuses an address other hosts can reach unless Insecure.
+	AdminTokens, ClientTokens, RunnerTokens string
+	// Insecure allows an open API on a non-loopback address (-insecure).
+	Insecure bool
+	// UI serves the dashboard at /ui/ (-ui). Default true.
+	UI bool
+	// Coordinator is the coordinator's configuration; the service sets its Store, Logger and Notifier.
+	Coordinator coordinator.Config
+	// Log chooses the log format and level (-log-format, -log-level).
+	Log LogConfig
+}
+
+// RegisterFlags registers the service's flags on fs, the coordinator's ([coordinator.Config.RegisterFlags])
+// and the log's among them, with their defaults, some of which come from the environment. It sets
+// fs.Usage to the coordinator binary's -h: what it is, examples, the environment variables it reads, the
+// flags.
+func (c *CoordinatorConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.Usage = Usage(fs, coordinatorUsage)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8765", "address to listen on")
+	fs.StringVar(&c.DB, "db", "orchestrator.db", "SQLite file, or a postgres:// URL")
+	fs.StringVar(&c.AgentsDir, "agents-dir", "", "folder of AI agent blueprints (*.json) loaded into the registry at start")
+	fs.StringVar(&c.AdminTokens, "admin-token", os.Getenv(httpapi.EnvAdminToken), "admin bearer token(s), comma-separated (default $"+httpapi.EnvAdminToken+")")
+	fs.StringVar(&c.ClientTokens, "client-token", os.Getenv(httpapi.EnvClientToken), "client bearer token(s) (default $"+httpapi.EnvClientToken+")")
+	fs.StringVar(&c.RunnerTokens, "runner-token", os.Getenv(httpapi.EnvRunnerToken), "runner bearer token(s) (default $"+httpapi.EnvRunnerToken+")")
+	fs.BoolVar(&c.Insecure, "insecure", false, "allow an open API (no tokens) on a non-loopback address")
+	fs.BoolVar(&c.UI, "ui", true, "serve the dashboard at /ui/")
+	c.Coordinator.RegisterFlags(fs)
+	if s := os.Getenv(EnvWebhookSecret); s != "" {
+		c.Coordinator.WebhookSecret = []byte(s)
+	}
+	c.Log.RegisterFlags(fs)
+}
+
+// OpenStore opens the store -db names (migrating it); its error names the flag and the file or URL. It
+// checks the tokens and -addr first, so that a wrong setting fails before a database is created.
+func (c *CoordinatorConfig) OpenStore(ctx context.Context, log *slog.Logger) (*sqlstore.Store, error) {
+	if _, err := c.tokens(); err != nil {
+		return nil, err
+	}
+	store, err := sqlstore.New(ctx, c.DB, &sqlstore.Config{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("-db %s: %w", redact(c.DB), err)
+	}
+	return store, nil
+}
+
+// Server is a started coordinator service: the coordinator, its background work, and the HTTP server.
+type Server struct {
+	// Coordinator is the in-process coordinator the API serves (a runner in the same process may use it).
+	Coordinator *coordinator.Coordinator
+	// URL is the API's base URL, http://host:port.
+	URL  string
+	stop context.CancelFunc
+	done chan error
+}
+
+// Start loads -agents-dir, starts a coordinator over store and serves the API on -addr in the background.
+// Errors name the flag at fault: an open API on a reachable address (-insecure), an address in use
+// (-addr), an unreadable agents folder (-agents-dir). [Server.Close] stops it all.
+func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, log *slog.Logger) (*Server, error) {
+	tokens, err := c.tokens()
+	if err != nil {
+		return nil, err
+	}
+	open := len(tokens) == 0
+	if open && httpapi.CheckListenAddr(c.Addr, true, false) != nil {
+		log.Warn("serving an open API (no tokens) on an address other hosts can reach, as -insecure allows: "+
+			"anyone who reaches it may do anything", "addr", c.Addr)
+	}
+	var agents []*orchestrator.Blueprint
+	if c.AgentsDir != "" {
+		if agents, err = orchestrator.LoadAgentBlueprints(c.AgentsDir); err != nil {
+			return nil, fmt.Errorf("-agents-dir %s: %w", c.AgentsDir, err)
+		}
+	}
+	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
+	cfg := c.Coordinator
+	cfg.Store, cfg.Logger, cfg.Notifier = store, log, store.Notifier()
+	coord, err := coordinator.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := coord.PutAgents(ctx, agents); err != nil {
+		return nil, fmt.Errorf("-agents-dir %s: %w", c.AgentsDir, err)
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("-addr %s is in use (is another coordinator running? choose another -addr): %w", c.Addr, err)
+		}
+		return nil, fmt.Errorf("-addr %s: %w", c.Addr, err)
+	}
+	if err := coord.Start(ctx); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Server{Coordinator: coord, URL: "http://" + ln.Addr().String(), done: make(chan error, 1)}
+	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(c.DB), "auth", !open,
+		"notifier", cfg.Notifier != nil, "agents_loaded", len(agents))
+	hcfg := httpapi.Config{Tokens: tokens, Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})}
+	if c.UI {
+		hcfg.UI = ui.NewHandler()
+		log.Info("dashboard", "url", s.URL+ui.Path)
+	}
+	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	go func() {
+		err := httpapi.Serve(serveCtx, ln, httpapi.NewHandler(coord, hcfg), 10*time.Second, log)
+		coord.Stop()
+		s.done <- err
+	}()
+	return s, nil
+}
+
+// Close stops serving (requests in flight get a grace period) and stops the coordinator's background work.
+func (s *Server) Close() error {
+	s.stop()
+	return <-s.done
+}
+
+// Serve starts the service ([CoordinatorConfig.Start]) and serves until ctx ends.
+func (c *CoordinatorConfig) Serve(ctx context.Context, store *sqlstore.Store, log *slog.Logger) error {
+	s, err := c.Start(ctx, store, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return s.Close()
+	case err := <-s.done:
+		return err
+	}
+}
+
+// tokens parses the token flags and refuses an open API on an address other hosts can reach, unless
+// -insecure.
+func (c *CoordinatorConfig) tokens() (map[string]httpapi.Role, error) {
+	tokens, err := httpapi.ParseTokens(c.AdminTokens, c.ClientTokens, c.RunnerTokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := httpapi.CheckListenAddr(c.Addr, len(tokens) == 0, c.Insecure); err != nil {
+		return nil, fmt.Errorf("refusing to serve an open API (no tokens) on -addr %s, which other hosts can reach: "+
+			"set tokens (-admin-token, -client-token, -runner-token or $%s, $%s, $%s), listen on a loopback address, or give -insecure",
+			c.Addr, httpapi.EnvAdminToken, httpapi.EnvClientToken, httpapi.EnvRunnerToken)
+	}
+	return tokens, nil
+}
+
+// redact hides a database URL's password.
+func redact(db string) string {
+	if u, err := url.Parse(db); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return db
+}
