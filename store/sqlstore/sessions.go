@@ -43,6 +43,9 @@ func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Sessi
 	if err != nil {
 		return err
 	}
+	if s.creates != nil {
+		return s.createGrouped(ctx, se.ID, r.ID, srow, rrow)
+	}
 	insert := func() error {
 		sessionArgs, err := s.insertArgs(srow)
 		if err != nil {

@@ -34,6 +34,40 @@ func batchOf(prefix string, n int) ([]*orchestrator.Session, []*orchestrator.Run
 	return sessions, runs
 }
 
+// testConcurrentCreations checks CreateSessionWithRun from many callers at once, which a store may write
+// in groups: every creation is there when its call returns, and one that fails (a taken id) fails alone.
+func testConcurrentCreations(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+	s := newStore(t)
+	taken := newSession("ses_g00013", base)
+	must(t, "CreateSession", s.CreateSession(ctx(t), taken))
+	sessions, runs := batchOf("g", concurrencyScale(400))
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Go(func() {
+			errs[i] = s.CreateSessionWithRun(ctx(t), sessions[i], runs[i])
+			if errs[i] == nil { // durable when it returns: readable at once
+				if _, err := s.GetRun(ctx(t), runs[i].ID); err != nil {
+					errs[i] = fmt.Errorf("created but not readable: %w", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if sessions[i].ID == taken.ID {
+			wantErr(t, "creation with a taken session id", err, orchestrator.ErrConflict)
+			_, err := s.GetRun(ctx(t), runs[i].ID)
+			wantErr(t, "run of the refused creation", err, orchestrator.ErrNotFound)
+			continue
+		}
+		must(t, "creation "+sessions[i].ID, err)
+		got, err := s.GetSession(ctx(t), sessions[i].ID)
+		must(t, "GetSession", err)
+		equal(t, "session "+sessions[i].ID, got, sessions[i])
+	}
+}
+
 // testBatchCreate checks CreateSessionsWithRuns on stores that have it: every session and run as
 // CreateSessionWithRun would have stored them, beyond one statement's worth of rows, and all or none.
 func testBatchCreate(t *testing.T, newStore func(*testing.T) orchestrator.Store) {

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Retention", testRetention},
 		{"Briefs", testBriefs},
 		{"BatchCreate", testBatchCreate},
+		{"ConcurrentCreations", testConcurrentCreations},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
