@@ -42,7 +42,7 @@ const echoJSONBlueprint = `{
   }
 }`
 
-func TestParseBlueprintSeeds(t *testing.T) {
+func TestParseBlueprintExamples(t *testing.T) {
 	t.Parallel()
 
 	b, err := ParseBlueprint([]byte(webCrawlerBlueprint), AgentTypeDeterministic)

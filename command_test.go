@@ -14,11 +14,11 @@ func TestSplitCommand(t *testing.T) {
 		want          []string
 	}{
 		{
-			name:    "seed 002 echo-json",
+			name:    "example echo-json",
 			command: `python -c "import sys, json; print(json.dumps(json.loads(sys.stdin.read())))"`,
 			want:    []string{"python", "-c", "import sys, json; print(json.dumps(json.loads(sys.stdin.read())))"},
 		},
-		{name: "seed 000 web-crawler", command: "python -m crawler.main", want: []string{"python", "-m", "crawler.main"}},
+		{name: "example web-crawler", command: "python -m crawler.main", want: []string{"python", "-m", "crawler.main"}},
 		{name: "blanks of every kind", command: " \t a \n\r b\t\tc  ", want: []string{"a", "b", "c"}},
 		{name: "single quotes keep everything", command: `echo 'a  b' '$HOME \n "x"'`, want: []string{"echo", "a  b", `$HOME \n "x"`}},
 		{name: "double quotes", command: `echo "a  'b'" "x\"y"`, want: []string{"echo", "a  'b'", `x"y`}},

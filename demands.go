@@ -49,7 +49,7 @@ func (d Demands) Validate() error {
 }
 
 // Merge adds more's constraints to d. Demands only ever narrow: tags are united, and a field set on both
-// sides must agree — a request may add a constraint but never loosen or replace one (ADR-011).
+// sides must agree — a request may add a constraint but never loosen or replace one (docs/decisions.md).
 func (d Demands) Merge(more Demands) (Demands, error) {
 	out := d
 	out.Tags = slices.Clone(d.Tags)

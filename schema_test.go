@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// seedSchema is the web-crawler parameters schema of the README's example.
-const seedSchema = `{"type":"object","required":["url"],"properties":{"url":{"type":"string","format":"uri"},"depth":{"type":"integer","default":2}}}`
+// crawlerSchema is the web-crawler parameters schema of the validation example in docs/http-api.md.
+const crawlerSchema = `{"type":"object","required":["url"],"properties":{"url":{"type":"string","format":"uri"},"depth":{"type":"integer","default":2}}}`
 
 func mustCompile(t testing.TB, schema string) *Schema {
 	t.Helper()
@@ -33,11 +33,11 @@ func formatFieldErrors(errs []FieldError) string {
 	return b.String()
 }
 
-// TestNormalizeSeedExample is the README's example to the letter: both errors at once, with their paths,
+// TestNormalizeCrawlerExample is docs/http-api.md's validation example to the letter: both errors at once, with their paths,
 // messages and schema paths.
-func TestNormalizeSeedExample(t *testing.T) {
+func TestNormalizeCrawlerExample(t *testing.T) {
 	t.Parallel()
-	s := mustCompile(t, seedSchema)
+	s := mustCompile(t, crawlerSchema)
 	params := `{"url":"not-a-url","depth":"deep"}`
 	out, errs, err := s.Normalize(json.RawMessage(params))
 	if err != nil {
@@ -61,9 +61,9 @@ func TestNormalizeSeedExample(t *testing.T) {
 	}
 }
 
-func TestNormalizeSeedDefaults(t *testing.T) {
+func TestNormalizeCrawlerDefaults(t *testing.T) {
 	t.Parallel()
-	s := mustCompile(t, seedSchema)
+	s := mustCompile(t, crawlerSchema)
 	out, errs, err := s.Normalize(json.RawMessage(`{"url":"https://x"}`))
 	if err != nil || errs != nil {
 		t.Fatalf("Normalize: errs %s, err %v", formatFieldErrors(errs), err)
@@ -543,7 +543,7 @@ func TestNormalizeDefaults(t *testing.T) {
 
 func TestNormalizeInvalidJSON(t *testing.T) {
 	t.Parallel()
-	s := mustCompile(t, seedSchema)
+	s := mustCompile(t, crawlerSchema)
 	for _, params := range []string{`{`, `[1,2`, `{"url":"x"} {}`, `{"url":"x"}]`, `{"n":1e400}`, `{"n":-1e999999999}`, `nul`, `'x'`} {
 		out, errs, err := s.Normalize(json.RawMessage(params))
 		if err == nil || out != nil || errs != nil {
@@ -610,7 +610,7 @@ func TestCompileSchemaAccepts(t *testing.T) {
 	for _, schema := range []string{
 		`{}`, `true`, `false`,
 		string(ImplicitPromptSchema),
-		seedSchema,
+		crawlerSchema,
 		`{"$schema":"http://json-schema.org/draft-07/schema","type":"object"}`,
 		`{"$schema":"https://json-schema.org/draft/2020-12/schema","$defs":{"a":{"type":"string"}},"prefixItems":[{"$ref":"#/$defs/a"}],"items":false}`,
 		`{"$schema":"https://json-schema.org/draft/2019-09/schema","unevaluatedProperties":false}`,
@@ -782,9 +782,9 @@ func TestSchemaCache(t *testing.T) {
 // FuzzNormalize: no input panics; what Normalize accepts it accepts again unchanged (normalizing is
 // idempotent); errors are well-formed.
 func FuzzNormalize(f *testing.F) {
-	for _, seed := range []struct{ schema, params string }{
-		{seedSchema, `{"url":"not-a-url","depth":"deep"}`},
-		{seedSchema, `{"url":"https://x"}`},
+	for _, c := range []struct{ schema, params string }{
+		{crawlerSchema, `{"url":"not-a-url","depth":"deep"}`},
+		{crawlerSchema, `{"url":"https://x"}`},
 		{string(ImplicitPromptSchema), `{"prompt":""}`},
 		{`{"properties":{"opts":{"properties":{"v":{"default":false}}}},"required":["r"]}`, `{"r":[1,{"a":null}]}`},
 		{`{"items":{"$ref":"#"},"minItems":1}`, `[[[[]]]]`},
@@ -794,7 +794,7 @@ func FuzzNormalize(f *testing.F) {
 		{`{"dependencies":{"a":["b"],"c":{"required":["d"]}},"if":{"required":["x"]},"then":{"maxProperties":1}}`, `{"a":1,"c":2,"x":3}`},
 		{`{"type":"number","multipleOf":0.01,"maximum":1e308}`, `123456789012345678901234567890.5`},
 	} {
-		f.Add(seed.schema, seed.params)
+		f.Add(c.schema, c.params)
 	}
 	f.Fuzz(func(t *testing.T, schema, params string) {
 		s, err := CompileSchema(json.RawMessage(schema))
@@ -837,7 +837,7 @@ func FuzzNormalize(f *testing.F) {
 // BenchmarkNormalize is the per-run cost of parameter validation at run creation (schema already compiled
 // and cached): the web-crawler schema with typical parameters.
 func BenchmarkNormalize(b *testing.B) {
-	s := mustCompile(b, seedSchema)
+	s := mustCompile(b, crawlerSchema)
 	for _, bc := range []struct{ name, params string }{
 		{"all-given", `{"url":"https://example.com/docs","depth":3}`},
 		{"default-applied", `{"url":"https://example.com/docs"}`},
@@ -855,7 +855,7 @@ func BenchmarkNormalize(b *testing.B) {
 }
 
 func BenchmarkNormalizeInvalid(b *testing.B) {
-	s := mustCompile(b, seedSchema)
+	s := mustCompile(b, crawlerSchema)
 	params := json.RawMessage(`{"url":"not-a-url","depth":"deep"}`)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -868,7 +868,7 @@ func BenchmarkNormalizeInvalid(b *testing.B) {
 func BenchmarkCompileSchema(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := CompileSchema(json.RawMessage(seedSchema)); err != nil {
+		if _, err := CompileSchema(json.RawMessage(crawlerSchema)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -876,7 +876,7 @@ func BenchmarkCompileSchema(b *testing.B) {
 
 func BenchmarkSchemaCacheHit(b *testing.B) {
 	c := NewSchemaCache(16)
-	raw := json.RawMessage(seedSchema)
+	raw := json.RawMessage(crawlerSchema)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -68,6 +68,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 		return err
 	}
 	fx.ended = append(fx.ended, s.ID)
+	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg})
 	if run.CallbackURL != "" {
 		if err := c.queueWebhook(ctx, tx, fx, run, orchestrator.WebhookPayload{
 			Event: "session.ended", SessionID: s.ID, RunID: run.ID, AgentName: s.AgentName,

@@ -78,6 +78,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 				}
 				continue
 			}
+			c.logRunStarted(run, runner.ID)
 			work.Runs = append(work.Runs, asg)
 		}
 		if len(runs) < want {

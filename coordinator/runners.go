@@ -286,6 +286,14 @@ func (c *Coordinator) retireRunner(ctx context.Context, runnerID string, from []
 	c.secrets.Delete(runnerID)
 	c.agentsChanged()
 	c.apply(fx)
-	c.log.Info("runner offline", "runner_id", runnerID, "reason", msg, "failed_runs", len(fx.ended))
+	reason := "deregistered"
+	if !heartbeatBefore.IsZero() {
+		reason = "no heartbeat"
+	}
+	if len(fx.ended) == 0 {
+		c.log.Info("runner offline", "runner_id", runnerID, "reason", reason)
+	} else { // the runs' own "run ended" lines say which
+		c.log.Warn("runner offline with runs in progress; they failed", "runner_id", runnerID, "reason", reason, "failed_runs", len(fx.ended))
+	}
 	return nil
 }

@@ -341,7 +341,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	notResumable := func(agent string) error {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
 	}
-	// Naming a deterministic agent is reason enough, whatever the session (the README's example).
+	// Naming a deterministic agent is reason enough, whatever the session: such an agent is never resumable.
 	if p.AgentName != "" {
 		if a, err := c.store.GetAgent(ctx, p.AgentName); err == nil && a.Type() == orchestrator.AgentTypeDeterministic {
 			return nil, notResumable(a.Name)

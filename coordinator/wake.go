@@ -27,6 +27,14 @@ type effects struct {
 	wakeRunners []string // runners that have new work pinned to them
 	wakeAll     bool     // unpinned work that any runner may take
 	webhooks    bool     // webhook deliveries were queued
+	runsEnded   []runEnd // logged once the change is committed
+}
+
+// runEnd is a run that ended, for its log line.
+type runEnd struct {
+	run    *orchestrator.RunBrief
+	status orchestrator.RunStatus
+	err    string
 }
 
 func (fx *effects) wakeFor(r *orchestrator.Run) {
@@ -57,6 +65,9 @@ func (c *Coordinator) apply(fx *effects) {
 	}
 	if fx.webhooks {
 		c.kickWebhooks()
+	}
+	for _, e := range fx.runsEnded {
+		c.logRunEnded(e)
 	}
 }
 

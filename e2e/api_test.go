@@ -132,8 +132,8 @@ func TestAgentsListing(t *testing.T) {
 	}
 }
 
-// seedSchema is the web-crawler parameters_schema of the README's example.
-const seedSchema = `{
+// crawlerSchema is the web-crawler parameters_schema of the validation example in docs/http-api.md.
+const crawlerSchema = `{
 	"type": "object",
 	"required": ["url"],
 	"properties": {
@@ -148,7 +148,7 @@ func TestValidationError(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	co := c.startCoordinator(coordOpts{})
-	blueprint := fmt.Sprintf(`{"name": "web-crawler", "command": %q, "parameters_schema": %s}`, filepath.Join(binDir, "testagent"), seedSchema)
+	blueprint := fmt.Sprintf(`{"name": "web-crawler", "command": %q, "parameters_schema": %s}`, filepath.Join(binDir, "testagent"), crawlerSchema)
 	c.startRunner(co, runnerOpts{name: "runner", blueprints: []string{blueprint}})
 	a := co.admin()
 
@@ -177,7 +177,7 @@ func TestValidationError(t *testing.T) {
 		}
 	}
 	if want := []string{"error", "message", "agent_name", "validation_errors", "parameters_schema"}; !slices.Equal(keys, want) {
-		t.Errorf("body keys %v, want %v (seed 001 §6)", keys, want)
+		t.Errorf("body keys %v, want %v (docs/http-api.md)", keys, want)
 	}
 	var got struct {
 		Error            string                    `json:"error"`
@@ -206,8 +206,8 @@ func TestValidationError(t *testing.T) {
 	if !slices.Equal(gotErrs, want) {
 		t.Errorf("validation_errors\n got %+v\nwant %+v", got.ValidationErrors, want)
 	}
-	if !jsonEqual(got.ParametersSchema, []byte(seedSchema)) {
-		t.Errorf("parameters_schema\n got %s\nwant %s", got.ParametersSchema, seedSchema)
+	if !jsonEqual(got.ParametersSchema, []byte(crawlerSchema)) {
+		t.Errorf("parameters_schema\n got %s\nwant %s", got.ParametersSchema, crawlerSchema)
 	}
 
 	// Nothing was created.
@@ -338,7 +338,7 @@ func TestRunToResult(t *testing.T) {
 
 	t.Run("echo-json", func(t *testing.T) {
 		if pyErr != nil {
-			t.Skipf("python is not on PATH (%v): seed 002's echo-json needs it", pyErr)
+			t.Skipf("python is not on PATH (%v): the example echo-json needs it", pyErr)
 		}
 		a := a.with(t)
 		params := `{"message":"hello","count":2}`

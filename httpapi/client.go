@@ -183,6 +183,17 @@ func (c *Client) failedOver(idx int, err error) int {
 	return int(c.cur.Load())
 }
 
+// retryLogger hands retryablehttp's per-attempt messages ("request failed", "retrying request") to the
+// log at debug level: a failed attempt is not yet a failed call, and the caller, which sees the call's
+// outcome, decides what is worth a warning (a runner logs one line when the coordinator goes away and one
+// when it is back, not an error per attempt).
+type retryLogger struct{ log *slog.Logger }
+
+func (l retryLogger) Error(msg string, kv ...any) { l.log.Debug(msg, kv...) }
+func (l retryLogger) Warn(msg string, kv ...any)  { l.log.Debug(msg, kv...) }
+func (l retryLogger) Info(msg string, kv ...any)  { l.log.Debug(msg, kv...) }
+func (l retryLogger) Debug(msg string, kv ...any) { l.log.Debug(msg, kv...) }
+
 // attempt is the state of one request across its retries: which URL it used and which it tried.
 type attempt struct {
 	c *Client
@@ -202,7 +213,7 @@ func (a *attempt) retrier() *retryablehttp.Client {
 	c := a.c
 	return &retryablehttp.Client{
 		HTTPClient:   c.hc,
-		Logger:       c.cfg.Logger,
+		Logger:       retryLogger{c.cfg.Logger},
 		RetryWaitMin: c.cfg.RetryWaitMin,
 		RetryWaitMax: c.cfg.RetryWaitMax,
 		// Switches to URLs not tried yet are extra tries.

@@ -19,8 +19,8 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
-// seedValidationBody is the documented validation error response (docs/http-api.md), verbatim.
-const seedValidationBody = `{
+// wantValidationBody is the documented validation error response (docs/http-api.md), verbatim.
+const wantValidationBody = `{
   "error": "parameter_validation_failed",
   "message": "Parameters do not match agent's parameters_schema",
   "agent_name": "web-crawler",
@@ -46,7 +46,7 @@ const seedValidationBody = `{
   }
 }`
 
-func seedValidationError() *orchestrator.ValidationError {
+func exampleValidationError() *orchestrator.ValidationError {
 	return &orchestrator.ValidationError{
 		AgentName: "web-crawler",
 		Errors: []orchestrator.FieldError{
@@ -57,17 +57,17 @@ func seedValidationError() *orchestrator.ValidationError {
 	}
 }
 
-// TestSeedValidationBody: a *ValidationError renders as the documented body, byte for byte (modulo
+// TestValidationBody: a *ValidationError renders as the documented body, byte for byte (modulo
 // indentation), with status 400.
-func TestSeedValidationBody(t *testing.T) {
+func TestValidationBody(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
-	writeError(rec, httptest.NewRequest("POST", "/runs", nil), nil, fmt.Errorf("start: %w", seedValidationError()))
+	writeError(rec, httptest.NewRequest("POST", "/runs", nil), nil, fmt.Errorf("start: %w", exampleValidationError()))
 	if rec.Code != http.StatusBadRequest {
 		t.Fatalf("status = %d, want 400", rec.Code)
 	}
 	var want bytes.Buffer
-	if err := json.Compact(&want, []byte(seedValidationBody)); err != nil {
+	if err := json.Compact(&want, []byte(wantValidationBody)); err != nil {
 		t.Fatal(err)
 	}
 	got := bytes.TrimSuffix(rec.Body.Bytes(), []byte("\n"))
@@ -80,7 +80,7 @@ func TestSeedValidationBody(t *testing.T) {
 	if !errors.As(err, &ve) || !errors.Is(err, orchestrator.ErrInvalidParameters) || !errors.Is(err, orchestrator.ErrInvalid) {
 		t.Fatalf("decodeError = %T %v, want a *ValidationError matching ErrInvalidParameters", err, err)
 	}
-	orig := seedValidationError()
+	orig := exampleValidationError()
 	if ve.AgentName != orig.AgentName || !reflect.DeepEqual(ve.Errors, orig.Errors) || string(ve.Schema) != string(orig.Schema) {
 		t.Fatalf("decoded %+v, want %+v", ve, orig)
 	}
@@ -100,7 +100,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 	rec := serve(env.handler, "POST", "/runs", clientTok, body)
 	got := errorBody(t, rec, http.StatusBadRequest)
 	var want map[string]any
-	check(t, "seed body", json.Unmarshal([]byte(seedValidationBody), &want))
+	check(t, "documented body", json.Unmarshal([]byte(wantValidationBody), &want))
 	// The documented example lists the errors in another order than ours (by path); compare them as sets.
 	byPath := func(v any) {
 		list, _ := v.([]any)
@@ -120,7 +120,7 @@ func TestValidationThroughCoordinator(t *testing.T) {
 	}
 }
 
-// TestResumeDeterministicRejected: the README's resume of a deterministic session, with its curl body.
+// TestResumeDeterministicRejected: a resume of a deterministic session, as the README's curl example sends it.
 func TestResumeDeterministicRejected(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, Config{}, coordinator.Config{})
@@ -128,7 +128,7 @@ func TestResumeDeterministicRejected(t *testing.T) {
 	must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctx, registration("h", crawler())))
 	rec := serve(env.handler, "POST", "/runs", clientTok, []byte(`{"agent_name":"web-crawler","parameters":{"url":"https://example.com","depth":2}}`))
 	if rec.Code != http.StatusCreated {
-		t.Fatalf("seed 002 criterion 3: %d %s, want 201", rec.Code, rec.Body)
+		t.Fatalf("start: %d %s, want 201", rec.Code, rec.Body)
 	}
 	var res orchestrator.StartRunResult
 	check(t, "decode", json.Unmarshal(rec.Body.Bytes(), &res))

@@ -43,9 +43,9 @@ func checkAnswer(t *testing.T, method, target string, body []byte, status int, r
 	}
 }
 
-func fuzzBody(f *testing.F, method, target string, seeds ...string) {
+func fuzzBody(f *testing.F, method, target string, corpus ...string) {
 	env, _ := fuzzEnv(f)
-	for _, s := range seeds {
+	for _, s := range corpus {
 		f.Add([]byte(s))
 	}
 	for _, s := range []string{"", "{", "null", "[]", `"x"`, "1e999", "{} {}", `{"a":` + strings.Repeat("[", 500),

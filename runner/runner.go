@@ -133,6 +133,8 @@ type Runner struct {
 	gen uint64
 	// maxResult is the coordinator's result limit, from the last registration (0: not announced).
 	maxResult int64
+	// link says when the coordinator stops and starts answering.
+	link *link
 }
 
 type activeRun struct {
@@ -229,6 +231,7 @@ func New(cfg Config) (*Runner, error) {
 		recent:     map[string]time.Time{},
 		registered: make(chan struct{}),
 		reRegister: make(chan struct{}, 1),
+		link:       &link{log: cfg.Logger},
 	}
 	r.reports = r.newReportQueue()
 	return r, nil
@@ -283,6 +286,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		default:
 		}
+		// While the coordinator is unreachable, a heartbeat probes it: a poll that reaches it is held
+		// there, so its answer would say the coordinator is back only a poll's wait later.
+		if r.link.isDown() {
+			if err := r.co.Heartbeat(ctx, r.ID()); ctx.Err() == nil && r.link.result("heartbeat", err) {
+				retry.Sleep(ctx)
+				continue
+			}
+		}
 		r.mu.Lock()
 		free := r.cfg.MaxConcurrent - r.slotsInUse()
 		pollCtx, cancel := context.WithCancel(ctx)
@@ -295,6 +306,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil:
+			r.link.result("poll", nil)
 			retry.Reset()
 		case ctx.Err() != nil:
 		case slotFreed:
@@ -314,7 +326,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			_, _ = r.register(ctx)
 			continue
 		default:
-			r.log.Warn("poll failed", "err", err)
+			if !r.link.result("poll", err) {
+				r.log.Warn("poll failed", "err", err)
+			}
 			retry.Sleep(ctx)
 			continue
 		}
@@ -345,6 +359,7 @@ func (r *Runner) register(ctx context.Context) (*orchestrator.Registration, erro
 	for {
 		reg, err := r.co.RegisterRunner(ctx, &r.reg)
 		if err == nil {
+			r.link.result("register", nil)
 			r.reg.RunnerSecret = reg.RunnerSecret
 			r.mu.Lock()
 			r.runnerID = reg.RunnerID
@@ -377,6 +392,7 @@ func (r *Runner) register(ctx context.Context) (*orchestrator.Registration, erro
 			warned = true
 		case orchestrator.ErrorCode(err) == "runner_identity_in_use":
 			r.log.Debug("runner identity still in use; retrying", "err", err)
+		case r.link.result("register", err):
 		default:
 			r.log.Warn("registration failed; retrying", "err", err)
 		}
@@ -408,7 +424,9 @@ func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
 		r.mu.Unlock()
 		err := r.co.Heartbeat(ctx, id)
 		switch {
-		case err == nil || ctx.Err() != nil:
+		case ctx.Err() != nil:
+		case err == nil:
+			r.link.result("heartbeat", nil)
 		case mustRegisterAgain(err):
 			r.mu.Lock()
 			if gen == r.gen { // else the runner registered again since this heartbeat was sent
@@ -421,6 +439,7 @@ func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
 				}
 			}
 			r.mu.Unlock()
+		case r.link.result("heartbeat", err):
 		default:
 			r.log.Warn("heartbeat failed", "err", err)
 		}
@@ -558,6 +577,8 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	asg, run := ar.asg, ar.asg.Run
 	log := r.log.With("run_id", run.ID, "session_id", run.SessionID, "agent", run.AgentName)
 	rid := r.ID()
+	begun := time.Now()
+	r.log.Info("run started", "agent", run.AgentName, "session_id", run.SessionID, "run_id", run.ID, "runner_id", rid, "type", run.Type)
 	// Reports and events outlive a stopped run's context: they must still reach the coordinator.
 	bg := context.WithoutCancel(ctx)
 	// The started report travels while the execution begins, so dispatch latency does not include a round
@@ -621,7 +642,7 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	why, abandoned := ar.why, ar.abandoned
 	r.mu.Unlock()
 	if abandoned {
-		log.Info("run abandoned: the coordinator ended it or gave it to no one")
+		logRunEnded(log, rid, begun, "abandoned", "the coordinator ended it or gave it to another runner")
 		return
 	}
 	// A result the coordinator would refuse for its size is cut to fit, and the session says so.
@@ -649,6 +670,7 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	if len(rep.Error) > maxReportError {
 		rep.Error = jsonsize.CutString(rep.Error, maxReportError) // the coordinator keeps no more
 	}
+	logRunEnded(log, rid, begun, string(rep.Status), rep.Error)
 	r.report(bg, log, rep)
 }
 
@@ -684,7 +706,9 @@ func (r *Runner) report(ctx context.Context, log *slog.Logger, rep orchestrator.
 			log.Error("gave up reporting the run", "status", rep.Status, "err", err)
 			return
 		}
-		log.Warn("run report failed; retrying", "err", err)
+		if !r.link.result("report", err) {
+			log.Warn("run report failed; retrying", "err", err)
+		}
 		retry.Sleep(ctx)
 	}
 }

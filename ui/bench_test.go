@@ -20,9 +20,9 @@ import (
 // benchSessions is the size of the store the dashboard benchmarks read.
 const benchSessions = 10000
 
-// seedSessions writes n sessions of five agents, one a second up to now, most of them ended with a small
+// fillSessions writes n sessions of five agents, one a second up to now, most of them ended with a small
 // result, in one transaction.
-func seedSessions(tb testing.TB, store orchestrator.Store, n int) {
+func fillSessions(tb testing.TB, store orchestrator.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	start := time.Now().Add(-time.Duration(n) * time.Second).UTC().Truncate(time.Microsecond)
@@ -54,7 +54,7 @@ func seedSessions(tb testing.TB, store orchestrator.Store, n int) {
 		return nil
 	})
 	if err != nil {
-		tb.Fatalf("seeding %d sessions: %v", n, err)
+		tb.Fatalf("filling in %d sessions: %v", n, err)
 	}
 }
 
@@ -86,7 +86,7 @@ func fetchAll(b *testing.B, client *http.Client, base string, paths []string) {
 // one API page each.
 func BenchmarkUISessionsPage(b *testing.B) {
 	w := newWorld(b, nil)
-	seedSessions(b, w.Store, benchSessions)
+	fillSessions(b, w.Store, benchSessions)
 	client := &http.Client{}
 	for _, bc := range []struct {
 		name  string
@@ -133,7 +133,7 @@ func cursorAt(b *testing.B, client *http.Client, base string, n int) string {
 // iteration: what the browser itself costs on the machine at the time.
 func BenchmarkUISessionsPageBrowser(b *testing.B) {
 	w := newWorld(b, nil)
-	seedSessions(b, w.Store, benchSessions)
+	fillSessions(b, w.Store, benchSessions)
 	base := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":

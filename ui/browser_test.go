@@ -467,7 +467,7 @@ func TestBrowser(t *testing.T) {
 // one given — a client token sees no runners and no admin action; an admin token sees both.
 func TestBrowserTokens(t *testing.T) {
 	w := newWorld(t, map[string]httpapi.Role{adminToken: httpapi.RoleAdmin, clientToken: httpapi.RoleClient})
-	seedSessions(t, w.Store, 75)
+	fillSessions(t, w.Store, 75)
 	b := newBrowser(t)
 	ui := w.URL + "/ui/"
 

@@ -110,9 +110,9 @@ func TestLoadBlueprints(t *testing.T) {
 	}
 }
 
-// TestEchoJSONIsTheSeedExample checks echo-json.json against the documented example, key for key.
-func TestEchoJSONIsTheSeedExample(t *testing.T) {
-	const seed = `{
+// TestEchoJSONIsTheDocumentedExample checks echo-json.json against the documented example, key for key.
+func TestEchoJSONIsTheDocumentedExample(t *testing.T) {
+	const documented = `{
   "name": "echo-json",
   "description": "Echoes parameters as JSON (for testing)",
   "command": "python -c \"import sys, json; print(json.dumps(json.loads(sys.stdin.read())))\"",
@@ -132,11 +132,11 @@ func TestEchoJSONIsTheSeedExample(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(seed), &want); err != nil {
+	if err := json.Unmarshal([]byte(documented), &want); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("echo-json.json differs from seed 002:\n%s", data)
+		t.Errorf("echo-json.json differs from the documented example:\n%s", data)
 	}
 	argv, err := deterministic.BuildArgs(load(t)["echo-json"].Command, json.RawMessage(`{"message":"hi","count":3}`))
 	if err != nil {

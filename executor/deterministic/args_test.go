@@ -19,7 +19,7 @@ func TestBuildArgs(t *testing.T) {
 		params  string
 		want    []string
 	}{
-		{"seed 002 example, sorted", "python -m crawler.main", `{"url":"https://x.com","depth":2}`,
+		{"crawler example, sorted", "python -m crawler.main", `{"url":"https://x.com","depth":2}`,
 			[]string{"python", "-m", "crawler.main", "--depth", "2", "--url", "https://x.com"}},
 		{"no parameters", "prog", ``, []string{"prog"}},
 		{"null parameters", "prog", `null`, []string{"prog"}},
@@ -119,12 +119,12 @@ func ExampleBuildArgs() {
 // flag parser reads back unambiguously: every token after the command is a flag (--name or --name=value)
 // or the value of the flag before it, and every name appears at most once.
 func FuzzBuildArgs(f *testing.F) {
-	for _, seed := range []string{
+	for _, c := range []string{
 		`{"url":"https://x.com","depth":2}`, `{"a":true,"b":false,"c":null}`, `{"a":[1,"x",null,{"b":[]}]}`,
 		`{"n":-1,"s":"-x","e":""}`, `{"a":1,"a":2}`, `{"":1}`, `{"a=b":1}`, `[]`, `null`, `{"名":"値"}`,
 		`{"o":{"x":"\u0000"}}`, `{"big":1e400}`,
 	} {
-		f.Add([]byte(seed))
+		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
 		args, err := BuildArgs("prog", params)

@@ -127,8 +127,8 @@ func exitCode(r *orchestrator.Result) int {
 	return *r.ExitCode
 }
 
-// Seed 002's echo-json blueprint, with its exact command, through a real Python.
-func TestSeedEchoJSON(t *testing.T) {
+// The example echo-json blueprint, with its exact command, through a real Python.
+func TestExampleEchoJSON(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("python"); err != nil {
 		t.Skip("python is not on PATH")

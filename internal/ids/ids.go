@@ -4,6 +4,7 @@ package ids
 
 import (
 	"strings"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -11,4 +12,15 @@ import (
 // New returns prefix followed by a fresh lowercase ULID.
 func New(prefix string) string {
 	return prefix + strings.ToLower(ulid.Make().String())
+}
+
+// Time returns when the id was made (to the millisecond, by the wall clock of the process that made it),
+// and false when id is not prefix + ULID.
+func Time(id string) (time.Time, bool) {
+	i := strings.IndexByte(id, '_')
+	u, err := ulid.ParseStrict(strings.ToUpper(id[i+1:]))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()), true
 }

@@ -46,8 +46,8 @@ func main() {
 	exitCode := flag.Int("exit", 0, "exit code")
 	gets := flag.String("get", "", "comma-separated paths to GET from the gateway")
 	flag.String("tag", "", "free-form label (ignored)")
-	flag.String("url", "", "ignored (seed 001 §6's parameters)")
-	flag.String("depth", "", "ignored (seed 001 §6's parameters)")
+	flag.String("url", "", "ignored (the web-crawler example's parameters)")
+	flag.String("depth", "", "ignored (the web-crawler example's parameters)")
 	flag.Parse()
 
 	runID := os.Getenv("AGENT_RUN_ID")
