@@ -54,7 +54,9 @@ type Blueprint struct {
 
 	// SystemPrompt is given to an AI agent.
 	SystemPrompt string `json:"system_prompt,omitempty"`
-	// MCPServers are the MCP servers an AI agent may use, in Claude Code's mcpServers format.
+	// MCPServers are the MCP servers an AI agent may use, in Claude Code's mcpServers format. A malformed
+	// entry (a stdio server without a command, an http server without a url, a field of the wrong type) is
+	// refused when the blueprint is registered or loaded.
 	MCPServers map[string]json.RawMessage `json:"mcp_servers,omitempty"`
 	// ExecutorConfig is passed through to the executor (model, permission mode, allowed tools, ...).
 	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
@@ -63,7 +65,18 @@ type Blueprint struct {
 	OutputRetries *int `json:"output_retries,omitempty"`
 	// Disabled agents are listed but cannot be started.
 	Disabled bool `json:"disabled,omitempty"`
+
+	// MaxConcurrent, when positive, bounds the agent's runs claimed or running at once across all runners
+	// (an agent that calls a rate-limited API, or needs a licence). Runs over it stay pending and are
+	// claimed in order as slots free. It applies to runs created while it is set.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// MaxConcurrentPerKey bounds the agent's runs at once that carry the same concurrency key
+	// ([StartRunParams].ConcurrencyKey); zero means 1.
+	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
 }
+
+// MaxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
+const MaxConcurrency = 10000
 
 // ImplicitPromptSchema is the parameters schema of an AI agent that declares none: a non-empty prompt.
 var ImplicitPromptSchema = json.RawMessage(`{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`)
@@ -128,6 +141,9 @@ func (b *Blueprint) Validate() error {
 	if b.TimeoutSeconds < 0 || b.TimeoutSeconds > maxTimeoutSeconds {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: timeout_seconds must be between 0 and %d (7 days)", b.Name, maxTimeoutSeconds)
 	}
+	if b.MaxConcurrent < 0 || b.MaxConcurrent > MaxConcurrency || b.MaxConcurrentPerKey < 0 || b.MaxConcurrentPerKey > MaxConcurrency {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: max_concurrent and max_concurrent_per_key must be between 0 and %d", b.Name, MaxConcurrency)
+	}
 	if b.OutputRetries != nil && (*b.OutputRetries < 0 || *b.OutputRetries > 10) {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: output_retries must be between 0 and 10", b.Name)
 	}
@@ -151,6 +167,9 @@ func (b *Blueprint) Validate() error {
 		if b.Demands.RunnerID != "" {
 			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: demands: runner_id cannot be set on a blueprint", b.Name)
 		}
+	}
+	if problems := checkMCPServers(b.MCPServers); len(problems) > 0 {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: mcp_servers: %s", b.Name, strings.Join(problems, "; "))
 	}
 	if len(b.ParametersSchema) > 0 {
 		if _, err := CompileSchema(b.ParametersSchema); err != nil {

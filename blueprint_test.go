@@ -125,6 +125,16 @@ func TestParseBlueprint(t *testing.T) {
 		{name: "output_retries out of range", doc: `{"name":"a","type":"agent","output_retries":11}`, wantErr: "output_retries must be between 0 and 10"},
 		{name: "bad env name", doc: `{"name":"a","command":"x","env":{"A=B":"1"}}`, defaultType: AgentTypeDeterministic, wantErr: `env name "A=B" is not valid`},
 		{name: "bad tag", doc: `{"name":"a","command":"x","tags":["has space"]}`, defaultType: AgentTypeDeterministic, wantErr: `tag "has space"`},
+		{name: "mcp_servers of every kind", doc: `{"name":"a","type":"agent","mcp_servers":{"fs":{"command":"npx","args":["-y","fs"],"env":{"K":"v"}},
+			"web":{"type":"http","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer x"}},"old":{"type":"sse","url":"http://127.0.0.1:9/sse"},
+			"sock":{"type":"ws","url":"wss://x.example"},"more":{"type":"stdio","command":"x","timeout":5}}}`, wantType: AgentTypeAgent},
+		{name: "malformed mcp_servers", doc: `{"name":"a","type":"agent","mcp_servers":{"broken":{"type":"http"},"alsobroken":{"command":5}}}`,
+			wantErr: `blueprint "a": mcp_servers: "alsobroken": command must be a string; "broken": url is required`, wantCode: "invalid_blueprint"},
+		{name: "mcp server fields", doc: `{"name":"a","type":"agent","mcp_servers":{"a":[],"b":{"type":"grpc"},"c":{"type":"sse","url":"ftp://x"},
+			"d":{"command":"x","args":"-v","env":{"K":1}},"e":{"type":"http","url":"https://x","headers":["h"]},"f":{"type":7},"g":{"command":" "}}}`,
+			wantErr: `mcp_servers: "a": must be an object; "b": type "grpc" is not one of stdio, http, sse, ws; "c": url "ftp://x" must be an absolute http or https URL; ` +
+				`"d": args must be a list of strings; "d": env must be an object of strings; "e": headers must be an object of strings; "f": type must be a string; "g": command must not be empty`,
+			wantCode: "invalid_blueprint"},
 		{name: "runner_id demanded", doc: `{"name":"a","type":"agent","demands":{"runner_id":"lnch_1"}}`, wantErr: "runner_id cannot be set on a blueprint"},
 	}
 	for _, tt := range tests {

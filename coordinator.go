@@ -145,6 +145,21 @@ type StartRunParams struct {
 	CallbackURL string `json:"callback_url,omitempty"`
 	// Wait bounds a sync start's wait; zero means the coordinator's default.
 	Wait time.Duration `json:"-"`
+
+	// IdempotencyKey makes the request safe to retry: while the coordinator remembers the key (24 hours by
+	// default), the same key with the same request returns the first answer (Replayed set) instead of
+	// starting again, and with a different request is refused (code idempotency_key_reused).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Priority is 1 (the highest, the default) to 4: claims take higher priorities first, oldest first
+	// within one.
+	Priority int `json:"priority,omitempty"`
+	// RunAt delays the run until then; Delay (the HTTP API's "delay": "30s") until that long after the
+	// request. Give at most one.
+	RunAt *time.Time    `json:"run_at,omitempty"`
+	Delay time.Duration `json:"-"`
+	// ConcurrencyKey puts the run under the agent's max_concurrent_per_key with the other runs of the
+	// agent carrying the same key.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.
@@ -157,6 +172,8 @@ type StartRunResult struct {
 	Result *Result `json:"result,omitempty"`
 	// Error says why a sync run failed or stopped.
 	Error string `json:"error,omitempty"`
+	// Replayed is set when the answer is that of an earlier request with the same idempotency key.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // SessionPage is one page of sessions.

@@ -62,8 +62,12 @@ func Example_childCallback() {
 		log.Fatal(err)
 	}
 
-	// One runner for the AI agent, one for the Go function it delegates to.
+	// One runner for the AI agent, one for the Go function it delegates to. The child waits until the
+	// parent's first answer is printed: a sync answer is the session's state when it is read, and a fast
+	// child could resume the parent before that.
+	printed := make(chan struct{})
 	add := gofunc.New(gofunc.NewTask("add", "Adds two integers", func(ctx context.Context, p AddParams) (Sum, error) {
+		<-printed
 		return Sum{Sum: p.A + p.B}, nil
 	}))
 	runCtx, stopRunners := context.WithCancel(ctx)
@@ -86,6 +90,7 @@ func Example_childCallback() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Status, res.Result.ResultText)
+	close(printed)
 
 	// Follow the parent's log until the callback arrives, then wait for the run it started to end.
 	var after int64

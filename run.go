@@ -27,10 +27,26 @@ type Run struct {
 	// so a backlog of such runs costs claims nothing. A runner that registers and matches it unparks it;
 	// the no-match timeout fails it.
 	Parked bool `json:"parked,omitempty"`
+	// Priority orders claims: 1 (the highest) to 4, oldest first within a priority. Zero is the default, 1;
+	// a store reads 1 back as 0.
+	Priority int `json:"priority,omitempty"`
+	// RunAt is when a delayed run becomes claimable; nil for a run claimable at once. A runner parked in a
+	// long poll is woken when it is due.
+	RunAt *time.Time `json:"run_at,omitempty"`
+	// ConcurrencyKey groups the agent's runs that share KeyLimit (one key per customer, say).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// AgentLimit and KeyLimit are the agent's limits when the run was created (0: none): the most runs of
+	// the agent, and of the agent with this ConcurrencyKey, claimed or running at once across all runners.
+	// A claim never takes a run past them; the run stays pending until a slot frees.
+	AgentLimit int `json:"agent_limit,omitempty"`
+	KeyLimit   int `json:"key_limit,omitempty"`
 	// RunnerID is the runner that claimed the run.
 	RunnerID string `json:"runner_id,omitempty"`
 	// Error says why the run failed or stopped.
 	Error string `json:"error,omitempty"`
+	// Usage is the tokens and cost the run consumed, from the result its runner reported (AI agents whose
+	// executor reports it, such as Claude Code).
+	Usage *Usage `json:"usage,omitempty"`
 	// StopRequestedAt is set when someone asked to stop the run; StopSentAt when the stop was handed to the
 	// runner (it is handed again if the run has not ended a while later).
 	StopRequestedAt *time.Time `json:"stop_requested_at,omitempty"`

@@ -77,7 +77,8 @@ func (e *ValidationError) Is(target error) bool {
 // Drafts: a schema without "$schema" is read as draft-07, the most widely written dialect; "$schema" selects draft-04,
 // draft-06, draft-07, 2019-09 or 2020-12. Whatever the draft, "format" is asserted, not just annotated: uri,
 // uri-reference, iri, email, hostname, ipv4, ipv6, date-time, date, time, duration, uuid, regex,
-// json-pointer, ... (unknown format names are ignored). "pattern" and the "regex" format use Go's RE2 syntax,
+// json-pointer, ... (unknown format names are ignored). A value that fails its format is still checked
+// against the same schema's pattern, minLength and maxLength, and each failure is reported. "pattern" and the "regex" format use Go's RE2 syntax,
 // which runs in linear time on any input but lacks look-around and back-references.
 //
 // A schema is checked against its draft's meta-schema when compiled, so a malformed schema is refused when

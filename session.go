@@ -64,6 +64,38 @@ type Result struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// ValidationErrors are the output_schema failures, when the output did not validate.
 	ValidationErrors []FieldError `json:"validation_errors,omitempty"`
+	// PermissionDenials are the tool uses the AI agent was refused (Claude Code's permission_denials).
+	PermissionDenials []PermissionDenial `json:"permission_denials,omitempty"`
+	// Usage is what the run consumed, when its executor reports it (the coordinator keeps it on the run).
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// PermissionDenial is a tool use an AI agent asked for and was refused.
+type PermissionDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+}
+
+// Usage is what an AI agent's run consumed, as its executor reported it: tokens and cost in total, and per
+// model. Cache reads and writes are input tokens served from, or written to, the model's prompt cache.
+type Usage struct {
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CostUSD                  float64 `json:"cost_usd"`
+	// Models breaks the usage down by model name.
+	Models map[string]*ModelUsage `json:"models,omitempty"`
+}
+
+// ModelUsage is one model's part of a [Usage].
+type ModelUsage struct {
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CostUSD                  float64 `json:"cost_usd"`
 }
 
 // Failed reports whether the result describes a failure (an error, or a non-zero exit code).

@@ -63,6 +63,10 @@ type Store interface {
 	// or neither (a taken id of either is ErrConflict). It is how a run is started, so a store may make it
 	// cheaper than the two creations in a transaction.
 	CreateSessionWithRun(ctx context.Context, s *Session, r *Run) error
+	// CreateSessionWithRunOnce is CreateSessionWithRun that also records k, with the run's and the
+	// session's ids, in the same atomic write: a key recorded already is ErrConflict, and nothing is
+	// created. Of concurrent creates with one key, exactly one succeeds.
+	CreateSessionWithRunOnce(ctx context.Context, s *Session, r *Run, k *IdempotencyKey) error
 	GetSession(ctx context.Context, id string) (*Session, error)
 	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
 	// UpdateSession applies u when the session's status is one of from (any status when from is empty) and
@@ -79,10 +83,12 @@ type Store interface {
 	CreateRun(ctx context.Context, r *Run) error
 	GetRun(ctx context.Context, id string) (*Run, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
-	// ClaimRuns atomically moves up to p.Max of the oldest pending, unparked runs that the runner described
-	// by p can execute (see [Demands.Matches]) to claimed, bound to the runner, and returns them oldest
-	// first. None to take is an empty result, not an error. A run is never claimed twice. Parked runs cost
-	// the claim nothing. Claiming several runs at once is one write instead of one per run: under load,
+	// ClaimRuns atomically moves up to p.Max pending, unparked, due (RunAt not after p.Now) runs that the
+	// runner described by p can execute (see [Demands.Matches]) to claimed, bound to the runner, highest
+	// Priority first and oldest first within one (by RunAt, or CreatedAt for a run not delayed), and
+	// returns them in that order. It never takes a run past its AgentLimit or KeyLimit, counted over the
+	// runs claimed or running in the whole store, whatever claims run concurrently. None to take is an
+	// empty result, not an error. A run is never claimed twice. Parked runs cost the claim nothing. Claiming several runs at once is one write instead of one per run: under load,
 	// most of what a busy runner asks for.
 	ClaimRuns(ctx context.Context, p ClaimParams) ([]*Run, error)
 	// UpdateRun applies u when the run's status is one of from (any status when from is empty) and, when
@@ -90,6 +96,9 @@ type Store interface {
 	UpdateRun(ctx context.Context, id string, from []RunStatus, runnerID string, u RunUpdate) (*Run, error)
 	// SetRunsParked sets Parked on the listed runs that are still pending and returns how many changed.
 	SetRunsParked(ctx context.Context, ids []string, parked bool) (int, error)
+	// NextRunAt returns the earliest RunAt after after of a pending delayed run, the zero time when there
+	// is none: when a runner parked in a long poll must next be woken.
+	NextRunAt(ctx context.Context, after time.Time) (time.Time, error)
 	// TakeStopRequests returns the runner's claimed or running runs with a stop requested that was never
 	// sent, or sent before resendBefore, and marks them sent at now.
 	TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*Run, error)
@@ -119,8 +128,36 @@ type Store interface {
 	// and DeliveredAt of w.
 	UpdateWebhook(ctx context.Context, w *Webhook) error
 
+	// CreateIdempotencyKey records an idempotency key with what its create answered; a key already
+	// recorded is ErrConflict. Called in the transaction that creates the run, it makes the key unique
+	// across coordinator replicas: of concurrent creates with one key, exactly one commits.
+	CreateIdempotencyKey(ctx context.Context, k *IdempotencyKey) error
+	GetIdempotencyKey(ctx context.Context, key string) (*IdempotencyKey, error)
+	// DeleteIdempotencyKeys deletes up to limit keys created before before and returns how many it deleted.
+	DeleteIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error)
+	// CreateSchedule inserts a schedule; a taken id is ErrConflict.
+	CreateSchedule(ctx context.Context, s *Schedule) error
+	GetSchedule(ctx context.Context, id string) (*Schedule, error)
+	// ListSchedules returns the schedules f selects, in the order [ScheduleFilter] gives.
+	ListSchedules(ctx context.Context, f ScheduleFilter) ([]*Schedule, error)
+	// UpdateSchedule writes every field of s but ID, AgentName and CreatedAt when the stored schedule's
+	// Revision still equals s.Revision, and increments both. Of writers that read the same revision only
+	// one wins, the others get ErrConflict: that is how exactly one coordinator replica fires each tick.
+	UpdateSchedule(ctx context.Context, s *Schedule) error
+	DeleteSchedule(ctx context.Context, id string) error
+
 	// Close releases the store's resources.
 	Close() error
+}
+
+// IdempotencyKey is a create remembered under the key its caller gave: a digest of the request, to tell a
+// retry from a different request, and the answer.
+type IdempotencyKey struct {
+	Key         string
+	RequestHash string
+	RunID       string
+	SessionID   string
+	CreatedAt   time.Time
 }
 
 // BriefUpdater is an optional [Store] capability: the guarded updates of runs and sessions, returning only
@@ -147,6 +184,8 @@ type RunBrief struct {
 	Status      RunStatus
 	RunnerID    string
 	CallbackURL string
+	// Limited is set when the run counts against a concurrency limit: its end frees a slot.
+	Limited bool
 }
 
 // Brief returns the run's brief.
@@ -154,6 +193,7 @@ func (r *Run) Brief() *RunBrief {
 	return &RunBrief{
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
+		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "",
 	}
 }
 
@@ -272,6 +312,8 @@ type RunUpdate struct {
 	StopRequestedAt *time.Time
 	StartedAt       *time.Time
 	EndedAt         *time.Time
+	// Usage records the run's usage (nil leaves it).
+	Usage *Usage
 }
 
 // WriteChecker is an optional capability of a [Store], and of a [Coordinator] whose store has it

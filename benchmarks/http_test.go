@@ -19,7 +19,8 @@ import (
 //
 // Both report the CPU per run of the benchmark process (cpu-µs/run) and of its reaped children
 // (child-cpu-µs/run: the subprocesses' own start-up and exit, which the kernel charges to them).
-// BENCH_PRODUCERS (default 16) and BENCH_CONCURRENCY (default 32: the runner's slots and the raw
+// BENCH_PENDING_REPORTS sets the runner's MaxPendingReports (-1: a slot is held until its report is
+// recorded). BENCH_PRODUCERS (default 16) and BENCH_CONCURRENCY (default 32: the runner's slots and the raw
 // spawners) change the load. The defaults saturate the path (4 producers and 8 slots, the defaults until
 // 2026-11-25, left the runner's slots waiting on round trips: 67 – 70% of the raw rate against 74 – 77%).
 func BenchmarkBinTrue(b *testing.B) {

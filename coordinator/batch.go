@@ -24,7 +24,8 @@ type sessionsCreator interface {
 // of ps.
 //
 // A batch starts new sessions only (type start); a resume goes through StartRun. Sync mode is refused:
-// a caller that waits watches each session (WaitSession).
+// a caller that waits watches each session (WaitSession). Priority, run_at and concurrency keys apply
+// to each item as in StartRun; an idempotency_key is refused (retry a batch whole instead).
 func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
 	if len(ps) == 0 {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "runs must hold at least one run")
@@ -77,6 +78,11 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 		out[i] = &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending}
 	}
 	c.apply(fx)
+	for _, run := range runs {
+		if run.RunAt != nil {
+			c.armDue(*run.RunAt, true)
+		}
+	}
 	return out, nil
 }
 
@@ -94,7 +100,15 @@ func (c *Coordinator) newBatchSession(ctx context.Context, p *orchestrator.Start
 		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"a batch does not wait (mode sync); start it async_poll and wait on each session")
 	}
-	return c.newSession(ctx, *p, params, env)
+	if p.IdempotencyKey != "" {
+		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+			"idempotency_key is not available in a batch: a batch is created all or none, so retry it whole, or start keyed runs one at a time")
+	}
+	due, err := c.checkSubmission(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.newSession(ctx, *p, params, env, due)
 }
 
 // itemError renders the error of one invalid item as the body StartRun's error would have over HTTP, and

@@ -54,6 +54,9 @@ type Config struct {
 	// Retention, when positive, deletes sessions that ended longer ago than this, with their runs, events
 	// and callbacks, in batches. Default: off (keep everything).
 	Retention time.Duration
+	// IdempotencyRetention is how long a StartRun's idempotency key is remembered (at least: the
+	// retention sweep deletes older keys). Default 24h.
+	IdempotencyRetention time.Duration
 
 	// WebhookSecret signs the deliveries to runs' callback_url as Standard Webhooks specifies (see package
 	// [github.com/agentorchestrator/orchestrator/webhook]): "whsec_" + base64 stands for the key it
@@ -129,7 +132,7 @@ func withDefaults(l orchestrator.Limits) orchestrator.Limits {
 // update, so concurrent replicas cannot both win a transition.
 //
 // Call [Coordinator.Start] to run the background sweeps (runner liveness, no-match timeouts,
-// callback delivery) and [Coordinator.Stop] to end them.
+// callback delivery) and the schedules' firing loop, and [Coordinator.Stop] to end them.
 type Coordinator struct {
 	cfg     Config
 	store   orchestrator.Store
@@ -149,6 +152,8 @@ type Coordinator struct {
 	noMatchPages, parkPages sweepPages
 	// secrets caches the runners' secret hashes for VerifyRunnerSecret.
 	secrets *ttlcache.Cache[[sha256.Size]byte]
+	// due wakes parked polls when a delayed run becomes due.
+	due dueTimer
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -183,6 +188,7 @@ func New(cfg Config) (*Coordinator, error) {
 	def(&cfg.SweepInterval, 500*time.Millisecond)
 	def(&cfg.RedeliverAfter, 15*time.Second)
 	def(&cfg.WebhookTimeout, 10*time.Second)
+	def(&cfg.IdempotencyRetention, 24*time.Hour)
 	if cfg.WebhookMaxAttempts <= 0 {
 		cfg.WebhookMaxAttempts = 12
 	}
@@ -255,9 +261,12 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
 	c.stopped = make(chan struct{})
+	c.stopDue(false)
+	c.armNextDue(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sweepLoop(ctx) })
 	wg.Go(func() { c.webhookLoop(ctx) })
+	wg.Go(func() { c.scheduleLoop(ctx) })
 	if c.cfg.Notifier != nil {
 		wg.Add(1)
 		go func() {
@@ -292,6 +301,7 @@ func (c *Coordinator) Stop() {
 	if cancel != nil {
 		cancel()
 		<-stopped
+		c.stopDue(true)
 	}
 }
 

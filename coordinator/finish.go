@@ -29,9 +29,11 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	if status == orchestrator.RunCompleted {
 		errMsg = ""
 	}
-	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, orchestrator.RunUpdate{
-		Status: &status, Error: &errMsg, EndedAt: &now,
-	})
+	ru := orchestrator.RunUpdate{Status: &status, Error: &errMsg, EndedAt: &now}
+	if res != nil {
+		ru.Usage = res.Usage // the reported usage, kept on the run
+	}
+	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, ru)
 	if err != nil {
 		return err
 	}
@@ -69,6 +71,9 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	}
 	fx.ended = append(fx.ended, s.ID)
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg})
+	if run.Limited {
+		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
+	}
 	if run.CallbackURL != "" {
 		if err := c.queueWebhook(ctx, tx, fx, run, orchestrator.WebhookPayload{
 			Event: "session.ended", SessionID: s.ID, RunID: run.ID, AgentName: s.AgentName,

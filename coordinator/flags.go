@@ -2,8 +2,9 @@ package coordinator
 
 import (
 	"flag"
-	"strings"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
 // RegisterFlags registers the settings a coordinator's operator tunes as flags on fs, with the defaults
@@ -19,18 +20,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.NoMatchTimeout, "no-match-timeout", 300*time.Second, "fail a run no runner can take after this long")
 	fs.DurationVar(&c.RedeliverAfter, "redeliver-after", 15*time.Second, "hand a claimed run its runner never started to it again after this long")
 	fs.DurationVar(&c.Retention, "retention", 0, "delete sessions that ended longer ago than this (0: keep everything)")
+	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", 24*time.Hour, "how long a POST /runs idempotency key is remembered")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "bound of one callback_url delivery attempt")
 	fs.Func("webhook-secret", "secret signing callback_url deliveries (whsec_ + base64, or any text)", func(s string) error {
 		c.WebhookSecret = []byte(s)
 		return nil
 	})
 	fs.Func("webhook-allow-hosts", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)", func(s string) error {
-		c.WebhookAllowHosts = nil
-		for h := range strings.SplitSeq(s, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				c.WebhookAllowHosts = append(c.WebhookAllowHosts, h)
-			}
-		}
+		c.WebhookAllowHosts = tags.Split(s)
 		return nil
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
@@ -28,32 +29,66 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	if err != nil {
 		return nil, err
 	}
+	due, err := c.checkSubmission(&p)
+	if err != nil {
+		return nil, err
+	}
+	var key *orchestrator.IdempotencyKey
+	if p.IdempotencyKey != "" {
+		// The key is looked up only when the create fails: a first request (the common case) costs one
+		// write, a retry the failed create and the look-up.
+		key = &orchestrator.IdempotencyKey{Key: p.IdempotencyKey, RequestHash: requestHash(p)}
+	}
 	var (
 		run *orchestrator.Run
 		fx  = &effects{}
 	)
 	switch p.Type {
 	case orchestrator.RunTypeStart:
-		run, err = c.startSession(ctx, p, params, env, fx)
+		run, err = c.startSession(ctx, p, params, env, due, key, fx)
 	case orchestrator.RunTypeResume:
-		run, err = c.resumeSession(ctx, p, params, env, fx)
+		run, err = c.resumeSession(ctx, p, params, env, due, key, fx)
 	default:
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"type must be start or resume, not %q; sync, async_poll and async_callback are modes (the mode field)", p.Type)
+	}
+	if err != nil && key != nil {
+		// The key may be recorded: by the first try of this request, or by a concurrent one (the create
+		// failed with errKeyTaken), or — when the request was refused — by a request that was accepted
+		// before something changed (the agent was disabled since): the first answer stands.
+		if res, rerr := c.replay(ctx, p, key); res != nil || rerr != nil {
+			return res, rerr
+		}
+		if errors.Is(err, errKeyTaken) {
+			return nil, orchestrator.Errorf(orchestrator.ErrConflict, "conflict", "the session's or the run's id is taken; retry")
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	c.apply(fx)
-	res := &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending}
+	if run.RunAt != nil {
+		c.armDue(*run.RunAt, true)
+	}
+	return c.answer(ctx, p, &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending})
+}
+
+// answer completes StartRun's answer: in sync mode, it waits for the session to end (up to p.Wait) and
+// adds its outcome.
+func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams, res *orchestrator.StartRunResult) (*orchestrator.StartRunResult, error) {
 	if p.Mode != orchestrator.ModeSync {
+		if res.Replayed {
+			if s, err := c.store.GetSession(ctx, res.SessionID); err == nil {
+				res.Status = s.Status
+			}
+		}
 		return res, nil
 	}
 	wait := p.Wait
 	if wait <= 0 || wait > c.cfg.SyncWait {
 		wait = c.cfg.SyncWait
 	}
-	s, err := c.WaitSession(ctx, run.SessionID, wait)
+	s, err := c.WaitSession(ctx, res.SessionID, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +221,14 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 	return nil
 }
 
-func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string, fx *effects) (*orchestrator.Run, error) {
-	s, run, err := c.newSession(ctx, p, params, env)
+func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
+	due time.Time, key *orchestrator.IdempotencyKey, fx *effects,
+) (*orchestrator.Run, error) {
+	s, run, err := c.newSession(ctx, p, params, env, due)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.store.CreateSessionWithRun(ctx, s, run); err != nil {
+	if err := c.createSession(ctx, key, s, run); err != nil {
 		return nil, err
 	}
 	fx.wakeFor(run)
@@ -200,7 +237,9 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 
 // newSession checks a start request against its agent and returns the session and first run it creates,
 // not yet stored.
-func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string) (*orchestrator.Session, *orchestrator.Run, error) {
+func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
+	due time.Time,
+) (*orchestrator.Session, *orchestrator.Run, error) {
 	if p.AgentName == "" {
 		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
 	}
@@ -272,6 +311,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		CallbackURL:  p.CallbackURL,
 		CreatedAt:    now,
 	}
+	submit(run, &p, due, b)
 	s.CurrentRunID = run.ID
 	return s, run, nil
 }
@@ -337,7 +377,9 @@ func (c *Coordinator) validateParameters(agent string, schema, params json.RawMe
 	return normalized, nil
 }
 
-func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string, fx *effects) (*orchestrator.Run, error) {
+func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
+	due time.Time, key *orchestrator.IdempotencyKey, fx *effects,
+) (*orchestrator.Run, error) {
 	notResumable := func(agent string) error {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
 	}
@@ -388,8 +430,13 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		return nil, err
 	}
 	run := c.newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
-	err = c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
-		return c.queueResume(ctx, tx, s, run)
+	var b *orchestrator.Blueprint
+	if agent, err := c.startAgent(ctx, s.AgentName); err == nil {
+		b = agent.Blueprint // the agent's limits as they are now
+	}
+	submit(run, &p, due, b)
+	err = c.commitRun(ctx, key, run, func(ctx context.Context, tx orchestrator.Store) error {
+		return tx.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error { return c.queueResume(ctx, tx, s, run) })
 	})
 	if errors.Is(err, orchestrator.ErrConflict) {
 		return nil, orchestrator.Errorf(orchestrator.ErrConflict, "session_busy", "session %s is not idle; resume it after its current run ends", s.ID)

@@ -103,8 +103,8 @@ func (c *Coordinator) sweepUnmatched(ctx context.Context, full bool) error {
 		return err
 	}
 	for _, run := range old {
-		if matched(run) {
-			continue
+		if matched(run) || (run.RunAt != nil && run.RunAt.After(now.Add(-c.cfg.NoMatchTimeout))) {
+			continue // a delayed run's wait for a runner starts when it is due
 		}
 		msg := fmt.Sprintf("no runner can take this run: none matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
 		if run.AgentType == orchestrator.AgentTypeAgent && run.Demands.RunnerID == "" {
@@ -231,8 +231,12 @@ func (c *Coordinator) sweepCallbacks(ctx context.Context) error {
 // short, so runs and reports are never held up behind a large delete.
 const retentionBatch = 500
 
-// sweepRetention deletes sessions that ended longer ago than Retention, batch by batch.
+// sweepRetention deletes idempotency keys older than IdempotencyRetention, and sessions that ended
+// longer ago than Retention, batch by batch.
 func (c *Coordinator) sweepRetention(ctx context.Context) error {
+	if err := c.pruneIdempotencyKeys(ctx); err != nil {
+		return err
+	}
 	if c.cfg.Retention <= 0 {
 		return nil
 	}

@@ -83,6 +83,9 @@ func (c *Coordinator) deliverRemote(key string) {
 	case agentsKey:
 		c.agents.Clear()
 	default:
+		if c.deliverDue(key) {
+			return
+		}
 		c.wakeups.Notify(key)
 	}
 }

@@ -297,6 +297,22 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	expect(fake, http.StatusNoContent, "DELETE", "/runner/"+reg.RunnerID, nil)
 	expect(fake, http.StatusUnauthorized, "POST", "/runner/heartbeat", map[string]any{}) // gone: register again
 
+	// Schedules: created paused (monthly, so it would not fire during the test anyway), read, changed,
+	// deleted; a runner's credential reads them (tested in e2e/schedules_test.go and httpapi).
+	var sched orchestrator.Schedule
+	decode(expect(client, http.StatusCreated, "POST", "/schedules", map[string]any{
+		"agent_name": "oa-task", "parameters": map[string]any{"tag": "cron"}, "cron": "0 3 1 * *", "timezone": "Europe/Paris", "paused": true,
+	}), &sched)
+	expect(client, http.StatusBadRequest, "POST", "/schedules", map[string]any{"agent_name": "oa-task", "cron": "every day"})
+	expect(client, http.StatusOK, "GET", "/schedules?agent_name=oa-task&limit=5", nil)
+	expect(client, http.StatusBadRequest, "GET", "/schedules?limit=-1", nil)
+	expect(client, http.StatusOK, "GET", "/schedules/"+sched.ID, nil)
+	expect(client, http.StatusNotFound, "GET", "/schedules/sch_nope", nil)
+	expect(client, http.StatusOK, "PATCH", "/schedules/"+sched.ID, map[string]any{"overlap": "queue"})
+	expect(client, http.StatusBadRequest, "PATCH", "/schedules/"+sched.ID, map[string]any{"timezone": "Nowhere/Else"})
+	expect(client, http.StatusNoContent, "DELETE", "/schedules/"+sched.ID, nil)
+	expect(client, http.StatusNotFound, "DELETE", "/schedules/"+sched.ID, nil)
+
 	doc, err := loadAPIDoc()
 	if err != nil {
 		t.Fatal(err)

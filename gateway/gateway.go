@@ -13,6 +13,7 @@
 //     or resume one of its children; callback_url is not available;
 //   - stop a child: POST /sessions/{child}/stop;
 //   - read agents: GET /agents, /agents/{name}, /agents/{name}/schema;
+//   - read schedules: GET /schedules, /schedules/{id};
 //   - use the same through MCP at /mcp, when [Config].MCP is set (the Claude Code executor's default).
 //
 // A session or run the token does not reach is 403 session_out_of_scope or run_out_of_scope whether it
@@ -217,6 +218,8 @@ var allowed = map[string]bool{
 	"GET /sessions/{id}/events":        true,
 	"GET /sessions/{id}/events/stream": true,
 	"POST /sessions/{id}/events":       true,
+	"GET /schedules":                   true,
+	"GET /schedules/{id}":              true,
 	"GET /health":                      true,
 	"GET /ready":                       true,
 	"POST /mcp":                        true,

@@ -268,8 +268,8 @@ func TestGatewayLifecycle(t *testing.T) {
 func TestGatewayRoutes(t *testing.T) {
 	t.Parallel()
 	routes := gateway.Routes()
-	if len(routes) != 17 {
-		t.Fatalf("gateway.Routes() = %d routes, want 17 (a route was renamed in httpapi?): %v", len(routes), routes)
+	if len(routes) != 19 {
+		t.Fatalf("gateway.Routes() = %d routes, want 19 (a route was renamed in httpapi?): %v", len(routes), routes)
 	}
 	for _, rt := range routes {
 		if strings.HasPrefix(rt.Pattern, "/runner") || rt.Pattern == "/runners" {

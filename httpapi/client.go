@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // ClientConfig configures a [Client]. The zero value is ready to use against an open coordinator.
@@ -27,7 +28,8 @@ type ClientConfig struct {
 	// Header is added to every request (for example X-Agent-Session-Id, see [HeaderSessionID]).
 	Header http.Header
 	// RetryMax is how many times a failed request is retried (connection errors, 429, 5xx). Default 4;
-	// negative means never. Requests that are not safe to repeat (POST /runs, POST /agents, POST events)
+	// negative means never. Requests that are not safe to repeat (POST /agents, POST events; POST /runs is,
+	// as StartRun gives each create an idempotency key)
 	// are retried only when they cannot have reached the coordinator: the connection failed, or the answer
 	// was 429 or 503.
 	RetryMax int
@@ -450,7 +452,16 @@ func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*
 		// The legacy spelling of a resume that waits, as the in-process coordinator reads it.
 		p.Type, p.Mode = orchestrator.RunTypeResume, orchestrator.ModeSync
 	}
-	cl := call{method: "POST", path: "/runs", body: p, unsafe: true}
+	// Every create carries an idempotency key, so that a retry after a lost answer returns the run the
+	// first try started instead of starting another: the request is safe to repeat.
+	if p.IdempotencyKey == "" {
+		p.IdempotencyKey = ids.New("idem_")
+	}
+	body := runRequest{StartRunParams: p}
+	if p.Delay > 0 {
+		body.Delay = p.Delay.String()
+	}
+	cl := call{method: "POST", path: "/runs", body: body}
 	start := time.Now()
 	if p.Mode == orchestrator.ModeSync {
 		cl.wait = c.cfg.MaxWait
@@ -483,8 +494,15 @@ func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*
 // More runs than the server's Config.MaxBatchRuns, or a body past its Config.MaxBatchBytes, is
 // ErrTooLarge; the client does not split a batch, which would give up all or none.
 func (c *Client) StartRuns(ctx context.Context, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
+	body := runBatch{Runs: make([]runRequest, len(ps))}
+	for i, p := range ps {
+		body.Runs[i] = runRequest{StartRunParams: p}
+		if p.Delay > 0 {
+			body.Runs[i].Delay = p.Delay.String()
+		}
+	}
 	var out runBatchResult
-	if _, err := c.do(ctx, call{method: "POST", path: "/runs", body: runBatch{Runs: ps}, unsafe: true}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: "POST", path: "/runs", body: body, unsafe: true}, &out); err != nil {
 		return nil, err
 	}
 	if len(out.Runs) != len(ps) {

@@ -33,6 +33,11 @@
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
+//	POST   /schedules                           C      ScheduleParams → 201 the schedule; 400 invalid_cron, invalid_timezone, invalid_overlap
+//	GET    /schedules[?agent_name=&limit=&after=]  C R  {schedules, next_cursor}
+//	GET    /schedules/{id}                      C R    the schedule
+//	PATCH  /schedules/{id}                      C      {paused?, cron?, timezone?, overlap?, parameters?} → the schedule
+//	DELETE /schedules/{id}                      C      204 (the sessions it started stay)
 //	POST|GET|DELETE /mcp                        C      MCP over streamable HTTP (Config.MCP; 404 when unset)
 //	GET    /ui/                                 open   the dashboard: its pages and assets under /ui/ (Config.UI; 404 when unset)
 //	GET    /runners                             A      {runners}

@@ -35,7 +35,8 @@ var (
 		`"executor_config":{"model":"m"},"mcp_servers":{"a":{"command":"x"}},"demands":{"hostname":"h","tags":["t"]}}`
 	startRunBody = `{"agent_name":"helper","prompt":"p","mode":"async_poll","type":"start","session_id":"ses_x",` +
 		`"parent_session_id":"ses_y","callback_url":"https://hooks.example/x","project_dir":"/p",` +
-		`"metadata":{"env":{"A":"b"}},"demands":{"hostname":"h","executor_type":"e","tags":["t"]},"output_schema":{"type":"object"}}`
+		`"metadata":{"env":{"A":"b"}},"demands":{"hostname":"h","executor_type":"e","tags":["t"]},"output_schema":{"type":"object"},` +
+		`"idempotency_key":"k","concurrency_key":"c","priority":2,"delay":"1s"}`
 	resultBody = `{"result_type":"deterministic","result_text":"t","result_data":{"k":"v"},"error":"e"}`
 )
 
@@ -63,6 +64,11 @@ var probes = map[string]probeRoute{
 	"GET /sessions/{id}/events":        {query: []string{"after", "limit", "wait"}},
 	"GET /sessions/{id}/events/stream": {query: []string{"after", "limit"}},
 	"POST /sessions/{id}/events":       {body: `{"events":[{"event_type":"progress","message":"m","nested":{"k":["v"]}}]}`},
+	"POST /schedules":                  {body: `{"agent_name":"helper","parameters":{"prompt":"p"},"cron":"@every 1m","timezone":"UTC","overlap":"skip"}`},
+	"GET /schedules":                   {query: []string{"agent_name", "limit", "after"}},
+	"GET /schedules/{id}":              {},
+	"PATCH /schedules/{id}":            {body: `{"paused":true,"cron":"@every 2m","timezone":"UTC","overlap":"allow"}`},
+	"DELETE /schedules/{id}":           {},
 	"POST /mcp": {body: `{"jsonrpc":"2.0","id":1,"method":"tools/call",` +
 		`"params":{"name":"start_agent_session","arguments":{"agent_name":"helper","prompt":"p"}}}`},
 	"GET /mcp":             {},

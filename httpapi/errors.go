@@ -33,9 +33,12 @@ var statusKinds = []struct {
 }
 
 // StatusCode returns the HTTP status for err: 400 for ErrInvalid (and validation errors), 401, 403, 404,
-// 409, 413 for the other sentinels, 502 for [ErrServer] (an upstream coordinator failed), 500 for anything
+// 409, 413 for the other sentinels (422 for idempotency_key_reused), 502 for [ErrServer] (an upstream coordinator failed), 500 for anything
 // else.
 func statusCode(err error) int {
+	if orchestrator.ErrorCode(err) == codeKeyReused {
+		return http.StatusUnprocessableEntity // as the IETF Idempotency-Key draft says
+	}
 	for _, sk := range statusKinds {
 		if errors.Is(err, sk.kind) {
 			return sk.status
@@ -43,6 +46,9 @@ func statusCode(err error) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// codeKeyReused is the code of a request whose idempotency key was used for a different request.
+const codeKeyReused = "idempotency_key_reused"
 
 // kindForStatus is the inverse of StatusCode, for the client.
 func kindForStatus(status int) error {

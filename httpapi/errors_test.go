@@ -214,8 +214,8 @@ func TestInternalErrorHidden(t *testing.T) {
 	}
 }
 
-// TestClientRetries: safe requests are retried on 5xx, unsafe ones (POST /runs) only when they cannot
-// have reached the server (503 here); the caller sees the final status as an ErrServer error.
+// TestClientRetries: safe requests (POST /runs among them: it carries an idempotency key) are retried on
+// 5xx, unsafe ones (POST events) only when they cannot have reached the server (503 here); the caller sees the final status as an ErrServer error.
 func TestClientRetries(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -226,10 +226,10 @@ func TestClientRetries(t *testing.T) {
 		errKind error
 	}{
 		{"GET 500 retried", 500, func(c *Client) error { _, err := c.GetSession(context.Background(), "x"); return err }, 3, ErrServer},
-		{"POST /runs 500 not retried", 500, func(c *Client) error {
+		{"POST /runs 500 retried (it carries an idempotency key)", 500, func(c *Client) error {
 			_, err := c.StartRun(context.Background(), orchestrator.StartRunParams{AgentName: "a"})
 			return err
-		}, 1, ErrServer},
+		}, 3, ErrServer},
 		{"POST /runs 503 retried", 503, func(c *Client) error {
 			_, err := c.StartRun(context.Background(), orchestrator.StartRunParams{AgentName: "a"})
 			return err

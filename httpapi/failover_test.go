@@ -123,8 +123,9 @@ func TestClientNoFailoverOnHTTPErrors(t *testing.T) {
 }
 
 // A coordinator that dies while it holds a request (the connection closes without an answer): a safe
-// request — a runner's long poll — is repeated on the next coordinator at once; a request that must not
-// run twice is not repeated (it may have been executed), but the next call goes to the next coordinator.
+// request — a runner's long poll, a create with its idempotency key — is repeated on the next coordinator
+// at once; a request that must not run twice is not repeated (it may have been executed), but the next
+// call goes to the next coordinator.
 func TestClientFailoverWhenCoordinatorDiesMidRequest(t *testing.T) {
 	t.Parallel()
 	a := newFake(t, func(w http.ResponseWriter, r *http.Request) {
@@ -150,19 +151,26 @@ func TestClientFailoverWhenCoordinatorDiesMidRequest(t *testing.T) {
 		t.Fatalf("hits %d/%d, URL %q; want 1/1 and the second coordinator", a.hits.Load(), b.hits.Load(), c.URL())
 	}
 
+	// A create carries an idempotency key, so it is safe to repeat as well: the next coordinator answers.
 	c2 := failoverClient(t, a.URL+","+b.URL)
-	_, err := c2.StartRun(context.Background(), orchestrator.StartRunParams{AgentName: "a"})
-	if err == nil || !errors.Is(err, ErrServer) {
-		t.Fatalf("StartRun whose coordinator died mid-request: %v, want an ErrServer error and no repeat", err)
-	}
-	if a.hits.Load() != 2 || b.hits.Load() != 1 {
-		t.Fatalf("hits %d/%d: StartRun was repeated", a.hits.Load(), b.hits.Load())
-	}
-	if c2.URL() != b.URL {
-		t.Fatalf("URL() = %q after a dead coordinator, want the next one", c2.URL())
-	}
 	if _, err := c2.StartRun(context.Background(), orchestrator.StartRunParams{AgentName: "a"}); err != nil {
-		t.Fatalf("the next StartRun: %v", err)
+		t.Fatalf("StartRun whose coordinator died mid-request: %v, want it repeated on the next coordinator", err)
+	}
+	if a.hits.Load() != 2 || b.hits.Load() != 2 || c2.URL() != b.URL {
+		t.Fatalf("hits %d/%d, URL %q: want StartRun repeated once on the second coordinator", a.hits.Load(), b.hits.Load(), c2.URL())
+	}
+	// A request that must not run twice and has no key (an event append) is not repeated, but the next
+	// call goes to the next coordinator.
+	c3 := failoverClient(t, a.URL+","+b.URL)
+	_, err := c3.AppendEvents(context.Background(), "ses_x", []orchestrator.Event{{Type: "progress"}})
+	if err == nil || !errors.Is(err, ErrServer) {
+		t.Fatalf("AppendEvents whose coordinator died mid-request: %v, want an ErrServer error and no repeat", err)
+	}
+	if a.hits.Load() != 3 || b.hits.Load() != 2 {
+		t.Fatalf("hits %d/%d: AppendEvents was repeated", a.hits.Load(), b.hits.Load())
+	}
+	if c3.URL() != b.URL {
+		t.Fatalf("URL() = %q after a dead coordinator, want the next one", c3.URL())
 	}
 }
 

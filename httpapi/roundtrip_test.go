@@ -384,3 +384,23 @@ func TestResultLongPoll(t *testing.T) {
 		t.Fatalf("WaitSession = %+v, want stopped with an error", s)
 	}
 }
+
+// TestMalformedMCPServersRefused: POST /agents with mcp_servers Claude Code would drop without a word is
+// a 400 that names each server and field, and registers nothing.
+func TestMalformedMCPServersRefused(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, Config{}, coordinator.Config{})
+	body := []byte(`{"name":"bad","type":"agent","mcp_servers":{"broken":{"type":"http"},"alsobroken":{"command":5}}}`)
+	rec := serve(env.handler, "POST", "/agents", adminTok, body)
+	var e struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	if rec.Code != http.StatusBadRequest || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error != "invalid_blueprint" ||
+		e.Message != `blueprint "bad": mcp_servers: "alsobroken": command must be a string; "broken": url is required` {
+		t.Fatalf("POST /agents with malformed mcp_servers: %d %s", rec.Code, rec.Body)
+	}
+	if rec := serve(env.handler, "GET", "/agents/bad", adminTok, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /agents/bad after the refusal: %d %s, want 404", rec.Code, rec.Body)
+	}
+}

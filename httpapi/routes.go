@@ -74,6 +74,13 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events/stream", Roles: clientsRunners, LongPoll: true}, (*server).streamEvents},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},
 
+	// Schedules (recurring runs): clients manage them; agents, through their runner's gateway, read them.
+	{Route{Method: "POST", Pattern: "/schedules", Roles: clients}, (*server).createSchedule},
+	{Route{Method: "GET", Pattern: "/schedules", Roles: clientsRunners}, (*server).listSchedules},
+	{Route{Method: "GET", Pattern: "/schedules/{id}", Roles: clientsRunners}, (*server).getSchedule},
+	{Route{Method: "PATCH", Pattern: "/schedules/{id}", Roles: clients}, (*server).patchSchedule},
+	{Route{Method: "DELETE", Pattern: "/schedules/{id}", Roles: clients}, (*server).deleteSchedule},
+
 	// MCP over streamable HTTP (Config.MCP): POST carries calls, GET a stream, DELETE ends a session.
 	// Runners have none of it: the coordinator's MCP server acts with the coordinator's own rights, and a
 	// runner's agents reach MCP through the runner's gateway, scoped to their run.

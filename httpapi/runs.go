@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -14,6 +15,10 @@ import (
 // cap: Config.MaxWait) and answers with its result; other modes answer at once. The legacy "mode":
 // "resume" is a resume in sync mode when ?wait= is given, async_poll otherwise. The caller's
 // X-Agent-Session-Id becomes parent_session_id when a new session names none.
+//
+// An Idempotency-Key header (or the idempotency_key field; both must then agree) makes the request safe
+// to retry: a repeat of the request answers 200 with the first answer instead of 201 with a new run, and a
+// different request with the same key is refused with 422 idempotency_key_reused.
 //
 // A body {"runs": [...]} is a fan-out instead: see [server.startRuns].
 func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
@@ -29,9 +34,19 @@ func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if int64(len(data)) > s.cfg.MaxBodyBytes {
 		return orchestrator.Errorf(orchestrator.ErrTooLarge, "body_too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
 	}
-	var p orchestrator.StartRunParams
-	if err := decodeObject(data, &p, false); err != nil {
+	var body runRequest
+	if err := decodeObject(data, &body, false); err != nil {
 		return err
+	}
+	p, err := body.params()
+	if err != nil {
+		return err
+	}
+	if k := r.Header.Get(HeaderIdempotencyKey); k != "" {
+		if p.IdempotencyKey != "" && p.IdempotencyKey != k {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_idempotency_key", "the Idempotency-Key header and the idempotency_key field differ")
+		}
+		p.IdempotencyKey = k
 	}
 	wait, err := s.queryWait(r, "wait", 0)
 	if err != nil {
@@ -61,13 +76,17 @@ func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/sessions/"+url.PathEscape(res.SessionID))
-	writeJSON(w, http.StatusCreated, res)
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
 	return nil
 }
 
 // runBatch is the body of a fan-out: POST /runs with {"runs": [...]}, and its answer.
 type runBatch struct {
-	Runs []orchestrator.StartRunParams `json:"runs"`
+	Runs []runRequest `json:"runs"`
 }
 
 type runBatchResult struct {
@@ -89,7 +108,14 @@ func batchBody(data []byte) ([]orchestrator.StartRunParams, error) {
 	if b.Runs == nil {
 		return nil, badBody("runs must be an array of runs")
 	}
-	return b.Runs, nil
+	ps := make([]orchestrator.StartRunParams, len(b.Runs))
+	for i := range b.Runs {
+		var err error
+		if ps[i], err = b.Runs[i].params(); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
 }
 
 // startRuns serves a fan-out: every run is validated first; when any is invalid nothing is created and
@@ -116,6 +142,28 @@ func (s *server) startRuns(w http.ResponseWriter, r *http.Request, runs []orches
 	}
 	writeJSON(w, http.StatusCreated, runBatchResult{Runs: res})
 	return nil
+}
+
+// HeaderIdempotencyKey carries a POST /runs request's idempotency key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// runRequest is the body of POST /runs: [orchestrator.StartRunParams], with the delay as a duration
+// ("30s", "1h30m").
+type runRequest struct {
+	orchestrator.StartRunParams
+	Delay string `json:"delay,omitempty"`
+}
+
+func (b *runRequest) params() (orchestrator.StartRunParams, error) {
+	p := b.StartRunParams
+	if b.Delay != "" {
+		d, err := time.ParseDuration(b.Delay)
+		if err != nil || d < 0 {
+			return p, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_delay", "delay must be a duration such as \"30s\" or \"1h30m\", not %q", b.Delay)
+		}
+		p.Delay = d
+	}
+	return p, nil
 }
 
 // runList is the body of GET /runs. NextCursor (the after parameter of the next page) is set when the

@@ -17,7 +17,7 @@ import (
 
 var allTools = []string{
 	"get_agent_schema", "get_agent_session_result", "get_agent_session_status", "list_agent_blueprints",
-	"list_agent_sessions", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
+	"list_agent_sessions", "list_schedules", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
 }
 
 // exerciseTools runs every tool through cs, a client session to a server over f's coordinator, whatever
@@ -293,6 +293,33 @@ func exerciseTools(t *testing.T, f *fixture, cs *mcp.ClientSession) {
 		e := failed(t, call(t, cs, "stop_agent_session", map[string]any{"session_id": "ses_nope"}))
 		if e.Error != "session_not_found" {
 			t.Errorf("stop unknown: %+v", e)
+		}
+	})
+
+	t.Run("list_schedules", func(t *testing.T) {
+		sched, err := f.coord.CreateSchedule(ctx, orchestrator.ScheduleParams{
+			AgentName: "echo-agent", Parameters: json.RawMessage(`{"prompt":"every new year"}`), Cron: "0 0 1 1 *", Paused: new(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found *orchestrator.Schedule
+		for cursor := ""; ; {
+			page := ok[mcpserver.ScheduleListOutput](t, call(t, cs, "list_schedules", map[string]any{"agent_name": "echo-agent", "limit": 1, "cursor": cursor}))
+			for _, s := range page.Schedules {
+				if s.ID == sched.ID {
+					found = s
+				}
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if found == nil || found.Cron != "0 0 1 1 *" || !found.Paused || found.AgentName != "echo-agent" {
+			t.Fatalf("list_schedules did not show schedule %s as created: %+v", sched.ID, found)
+		}
+		if res := call(t, cs, "list_schedules", map[string]any{"cursor": "sch_nope"}); !res.IsError {
+			t.Fatalf("list_schedules after an unknown cursor: %s, want a tool error", text(res))
 		}
 	})
 

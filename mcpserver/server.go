@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
 // Headers carrying the calling agent's context (see the package documentation).
@@ -211,13 +212,7 @@ func (s *server) caller(req *mcp.CallToolRequest) caller {
 // ParseTags splits a comma-separated tag list (the X-Agent-Tags header, a -tags flag), trimming spaces and
 // dropping empty items.
 func ParseTags(s string) []string {
-	var out []string
-	for _, t := range strings.Split(s, ",") {
-		if t = strings.TrimSpace(t); t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
+	return tags.Split(s)
 }
 
 // ParseDemands decodes a JSON object of [orchestrator.Demands] (the X-Additional-Demands header, a

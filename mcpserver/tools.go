@@ -41,6 +41,11 @@ type StartAgentSessionInput struct {
 	ProjectDir string          `json:"project_dir,omitempty" jsonschema:"working directory the agent should run in; only runners serving that directory take the run"`
 	// OutputSchema is the JSON Schema the result_data must match.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty" jsonschema:"JSON Schema the agent's result_data must match (overrides the agent's own output_schema)"`
+	// Submission control.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a key of your choosing: calling again with the same key and arguments returns the first session instead of starting another"`
+	Priority       int    `json:"priority,omitempty" jsonschema:"1 (the highest, the default) to 4: runners take higher priorities first"`
+	Delay          string `json:"delay,omitempty" jsonschema:"start no sooner than this from now, a duration such as 30s or 1h"`
+	ConcurrencyKey string `json:"concurrency_key,omitempty" jsonschema:"counts the run under the agent's max_concurrent_per_key with its other runs carrying this key"`
 }
 
 // StartAgentSessionsInput is the input of start_agent_sessions.
@@ -357,6 +362,8 @@ Filters (all optional): status, agent_name, parent_session_id. limit is the page
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)
 	}, completeOutput, s.stopAgentSession)
+
+	s.addScheduleTools(srv, readOnly)
 }
 
 // --- handlers --------------------------------------------------------------------------------------------
@@ -418,6 +425,16 @@ func (s *server) startAgentSession(ctx context.Context, req *mcp.CallToolRequest
 		ProjectDir:      in.ProjectDir,
 		Demands:         c.demands,
 		OutputSchema:    nullToEmpty(in.OutputSchema),
+		IdempotencyKey:  in.IdempotencyKey,
+		Priority:        in.Priority,
+		ConcurrencyKey:  in.ConcurrencyKey,
+	}
+	if in.Delay != "" {
+		d, err := time.ParseDuration(in.Delay)
+		if err != nil {
+			return RunOutput{}, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_delay", "delay must be a duration such as 30s or 1h, not %q", in.Delay)
+		}
+		p.Delay = d
 	}
 	return s.run(ctx, req, c, p)
 }

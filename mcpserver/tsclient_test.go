@@ -127,6 +127,12 @@ func TestTypeScriptClient(t *testing.T) {
 	modules := tsclientModules(t)
 	f := newFixture(t)
 	endpoint := f.serveMCP(t, mcpserver.Config{ProgressInterval: time.Hour, SyncWait: testTimeout / 3})
+	// A schedule for list_schedules to show, so that the SDK checks a schedule against the output schema.
+	if _, err := f.coord.CreateSchedule(context.Background(), orchestrator.ScheduleParams{
+		AgentName: "echo-agent", Parameters: []byte(`{"prompt":"p"}`), Cron: "@daily", Timezone: "Asia/Tokyo", Paused: new(true),
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The script runs from a directory of its own whose node_modules is the cached installation.
 	work := t.TempDir()

@@ -23,7 +23,9 @@ type TB interface {
 // Config configures [New].
 type Config struct {
 	// Agents are the agents the code under test invokes. Deterministic ones are announced by the test
-	// runner (their commands are never run); the others are created in the registry as AI agents.
+	// runner (their commands are never run); the others are created in the registry as AI agents. The
+	// runner holds every tag the agents demand; a run that demands more of it (a hostname, an executor
+	// type, another tag) stays pending, where the Require functions still see it.
 	Agents []*orchestrator.Blueprint
 	// Executor performs every run, after it is recorded. Default: each run completes at once with an
 	// empty result.

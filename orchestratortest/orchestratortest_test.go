@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +19,11 @@ import (
 type fakeTB struct {
 	mu       sync.Mutex
 	failures []string
+	cleanups []func()
 }
 
-func (f *fakeTB) Cleanup(func()) {}
-func (f *fakeTB) Helper()        {}
+func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Helper()           {}
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.mu.Lock()
 	f.failures = append(f.failures, fmt.Sprintf(format, args...))
@@ -38,6 +40,9 @@ func run(fn func(tb orchestratortest.TB)) string {
 		fn(f)
 	}()
 	<-done
+	for _, fn := range slices.Backward(f.cleanups) {
+		fn()
+	}
 	return strings.Join(f.failures, "\n")
 }
 
@@ -255,4 +260,14 @@ type failingCoordinator struct{ orchestrator.Coordinator }
 
 func (failingCoordinator) ListRuns(context.Context, orchestrator.RunFilter) ([]*orchestrator.Run, error) {
 	return nil, fmt.Errorf("boom")
+}
+
+func TestNewFails(t *testing.T) {
+	t.Parallel()
+	f := run(func(tb orchestratortest.TB) {
+		orchestratortest.New(tb, orchestratortest.Config{Agents: []*orchestrator.Blueprint{{Name: "no spaces allowed"}}})
+	})
+	if !strings.Contains(f, "orchestratortest: create the agents") {
+		t.Errorf("New with an invalid agent: failure %q, want one saying the agents could not be created", f)
+	}
 }

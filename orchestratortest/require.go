@@ -16,7 +16,8 @@ import (
 type RequireStartedOpts struct {
 	// Parameters must be contained in the run's parameters: each member of this JSON object (a struct, a
 	// map, or json.RawMessage) must be in the run's, with an equal value; objects nested in it are matched
-	// the same way. The run's parameters may hold more: the schema's defaults, other members.
+	// the same way, anything else (arrays, strings, numbers) must be equal. The run's parameters may hold
+	// more: the schema's defaults, other members.
 	Parameters any
 	// Prompt must be the prompt of an AI agent's run (its parameter "prompt").
 	Prompt string

@@ -2,8 +2,9 @@ package runner
 
 import (
 	"flag"
-	"strings"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
 // RegisterFlags registers the settings of a runner's registration and capacity as flags on fs, with the
@@ -15,12 +16,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Hostname, "hostname", "", "hostname to register (default: this host's)")
 	fs.StringVar(&c.ExecutorProfile, "profile", "", "executor profile to register (default: the executor type)")
 	fs.Func("tags", "comma-separated tags", func(s string) error {
-		c.Tags = nil
-		for t := range strings.SplitSeq(s, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				c.Tags = append(c.Tags, t)
-			}
-		}
+		c.Tags = tags.Split(s)
 		return nil
 	})
 	fs.BoolVar(&c.RequireMatchingTags, "require-matching-tags", false, "take only runs that demand one of -tags")

@@ -172,6 +172,11 @@ func (c *RunnerConfig) Check(ctx context.Context, log *slog.Logger) (runner.Conf
 			x.MCPServerURL = func(*orchestrator.Invocation) string { return c.MCPURL }
 		}
 		cfg.Executor, cfg.ExecutorType = claudecode.New(x), ExecutorClaudeCode
+		if iso.User == nil && os.Geteuid() == 0 && os.Getenv("IS_SANDBOX") != "1" {
+			// Claude Code refuses to bypass permissions as root; the executor refuses those runs at once.
+			log.Warn("Claude Code will run as root: runs of agents with permission_mode bypassPermissions will fail; " +
+				"run it as another user with -run-as USER or, in a disposable container, set IS_SANDBOX=1")
+		}
 	default:
 		if _, err := exec.LookPath(c.Executor); err != nil {
 			return cfg, fmt.Errorf("-executor %s: not %q, %q, nor an executable found (%w)", c.Executor,

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 )
 
@@ -432,6 +433,33 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("an open API shows %d admin actions on the runners page, want the runner's Remove button", n)
 	}
 	b.shot("runners")
+
+	// A schedule, shown as text, paused from the page.
+	resp, err := http.Post(w.URL+"/schedules", "application/json", strings.NewReader(
+		`{"agent_name":"greet","parameters":{"name":"<b>new year</b>"},"cron":"0 0 1 1 *","timezone":"Europe/Paris"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sched orchestrator.Schedule
+	if err := json.NewDecoder(resp.Body).Decode(&sched); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /schedules: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	b.do("open the schedules page", chromedp.Navigate(ui+"schedules"))
+	srow := `#schedules tr[data-schedule=` + js(sched.ID) + `]`
+	b.until("the schedule listed", `document.querySelector(`+js(srow)+`)`)
+	text := b.text(srow)
+	for _, want := range []string{sched.ID, "greet", "0 0 1 1 *", "Europe/Paris", "active", "overlap skip", "Pause"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the schedule's row %q lacks %q", text, want)
+		}
+	}
+	b.do("pause it", chromedp.Click(chromedp.CSS(srow+` button[data-toggle]`)))
+	b.until("the schedule paused", `document.querySelector(`+js(srow+` .badge`)+`).textContent === "paused"`)
+	if got := b.text(srow + ` button[data-toggle]`); got != "Resume" {
+		t.Errorf("after a pause the button says %q, want Resume", got)
+	}
+	b.shot("schedules")
 
 	b.mu.Lock()
 	dialogs := b.dialogs

@@ -1,7 +1,7 @@
 // Package ui is the coordinator's dashboard: a few pages, served at /ui/, that show a person what the
 // API holds — agents (with a form that starts a run from each one's parameters schema), sessions (live,
-// with their events, stderr log, result and callback tree), and runners — and let them start, stop and
-// resume sessions.
+// with their events, stderr log, result and callback tree), runners and schedules — and let them start, stop and
+// resume sessions and pause and resume schedules.
 //
 // The pages are plain HTML, one stylesheet and JavaScript modules, embedded in the binary: nothing to
 // build or install. They call the JSON API of the same origin, so they need the API served at the root

@@ -40,7 +40,7 @@ type handler struct {
 
 // NewHandler returns the dashboard. It serves GET and HEAD under [Path]: the files under /ui/assets/, and
 // for every other path the one page, which shows what its address names (/ui/agents, /ui/agents/{name},
-// /ui/sessions, /ui/sessions/{id}, /ui/runners), so a reload or a pasted link works.
+// /ui/sessions, /ui/sessions/{id}, /ui/runners, /ui/schedules), so a reload or a pasted link works.
 func NewHandler() http.Handler {
 	h := &handler{assets: map[string]asset{}}
 	err := fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {

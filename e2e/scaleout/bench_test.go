@@ -98,7 +98,19 @@ func BenchmarkEmbeddedPath(b *testing.B) {
 		b.Run(st.name, func(b *testing.B) {
 			store := st.open(b)
 			coord := newBenchCoordinator(b, store)
-			benchPath(b, coord, coord)
+			benchPath(b, false, coord, coord)
+		})
+	}
+}
+
+// BenchmarkEmbeddedPathIdempotent is BenchmarkEmbeddedPath with an idempotency key on every StartRun:
+// what remembering the keys costs a run, to compare with BenchmarkEmbeddedPath in the same run.
+func BenchmarkEmbeddedPathIdempotent(b *testing.B) {
+	for _, st := range benchStores() {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			coord := newBenchCoordinator(b, store)
+			benchPath(b, true, coord, coord)
 		})
 	}
 }
@@ -153,7 +165,7 @@ func BenchmarkHTTPPath(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchPath(b, runnerClient, producerClient, coord)
+			benchPath(b, false, runnerClient, producerClient, coord)
 		})
 	}
 }
@@ -211,13 +223,14 @@ func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *coordinator.Coord
 
 // benchPath runs b.N runs: a runner on runnerSide executes them, producers create them through
 // producerSide, and completion is watched on local (the in-process coordinator; default: producerSide).
-func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, local ...*coordinator.Coordinator) {
+// keyed gives each StartRun an idempotency key of its own.
+func benchPath(b *testing.B, keyed bool, runnerSide, producerSide orchestrator.Coordinator, local ...*coordinator.Coordinator) {
 	watch, _ := producerSide.(*coordinator.Coordinator)
 	if len(local) > 0 {
 		watch = local[0]
 	}
 	benchRuns(b, runnerSide, producerSide, watch, benchShape{
-		producers: envInt("BENCH_PRODUCERS", 64), concurrency: envInt("BENCH_CONCURRENCY", 128), batch: 1,
+		producers: envInt("BENCH_PRODUCERS", 64), concurrency: envInt("BENCH_CONCURRENCY", 128), batch: 1, keyed: keyed,
 	})
 }
 
@@ -225,6 +238,7 @@ func benchPath(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 // runner's MaxConcurrent.
 type benchShape struct {
 	producers, concurrency, batch int
+	keyed                         bool // each StartRun carries an idempotency key of its own
 }
 
 // benchRuns runs b.N runs in the given shape; completion is watched on watch.
@@ -276,7 +290,11 @@ func benchRuns(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 				return
 			}
 			for i := p; i < b.N; i += producers {
-				res, err := producerSide.StartRun(ctx, params)
+				p := params
+				if shape.keyed {
+					p.IdempotencyKey = fmt.Sprintf("bench-%d-%d", began.UnixNano(), i)
+				}
+				res, err := producerSide.StartRun(ctx, p)
 				if err != nil {
 					b.Error(err)
 					return

@@ -29,14 +29,26 @@
 //     ({"role":"assistant","content":[{"type":"text","text":…}]}), tool_use blocks tool_call events
 //     ({"tool_use_id","name","input"}), tool_result blocks tool_result events ({"tool_use_id","content",
 //     "is_error"}), and the final result line a progress event with its statistics (subtype, num_turns,
-//     duration_ms, total_cost_usd). Stderr lines become stderr events.
+//     duration_ms, total_cost_usd, usage) — "Claude Code failed (…)" when the line is an error, even one
+//     whose subtype says success, as a CLI that is not logged in answers. Stderr lines become stderr events.
+//   - MCP servers that did not connect: the init line lists each server with its status. Every server
+//     that is not connected gets an [EventMCPServer] event. When one of the run's servers (the
+//     blueprint's, or the orchestrator's own) failed, or is missing from the list (Claude Code drops an
+//     entry it cannot use), the CLI is stopped at once and the run fails with that reason — unless
+//     executor_config.optional_mcp_servers names the server. A pending server is recorded only.
+//   - Permission denials: each entry of the result line's permission_denials becomes an
+//     [EventPermissionDenied] event and an entry of Result.PermissionDenials (its tool_input left out
+//     above 8 KiB). The run fails for it only with executor_config.fail_on_permission_denial.
+//   - Usage: the result line's modelUsage (per model) and total_cost_usd become Result.Usage, its totals
+//     the sum of the models' (the line's usage when it has no modelUsage); the turns of an output-schema
+//     correction add up. The coordinator keeps it on the run (Run.Usage).
 //   - The final result line's "result" is the answer: Result{ResultType "agent", ResultText answer}, with
 //     ResultData when the whole answer is a JSON object or array. An error result (is_error, or a subtype
 //     other than "success", such as error_max_turns) or a process that ends without one fails the run.
 //
 // # executor_config
 //
-// A blueprint's executor_config chooses these flags (snake_case keys; the CLI's camelCase spellings are
+// A blueprint's executor_config chooses these flags and behaviours (snake_case keys; the CLI's camelCase spellings are
 // accepted too). Keys this executor does not know are ignored, since the configuration may be meant for
 // another executor; a known key with a wrong type fails the run.
 //
@@ -47,6 +59,16 @@
 //	disallowed_tools    list, or "a,b"              --disallowedTools
 //	system_prompt_mode  "append" (default), "replace"  system_prompt goes to --append-system-prompt (Claude
 //	                                                   Code's own system prompt stays) or --system-prompt
+//	optional_mcp_servers  list, or "a,b"            MCP servers whose failure does not fail the run
+//	fail_on_permission_denial  bool (default false)  a refused tool use fails the run
+//
+// # Root and bypassPermissions
+//
+// Claude Code refuses to bypass permissions (permission_mode bypassPermissions,
+// --dangerously-skip-permissions in [Config].ExtraArgs) when it runs as root, unless IS_SANDBOX=1 is in
+// its environment. Execute refuses such a run before starting the CLI (code bypass_permissions_as_root),
+// naming the remedies: run the CLI as another user ([Config].Isolation.User; the example runner's -run-as)
+// or, in a disposable container, set IS_SANDBOX=1 in the runner's environment.
 //
 // # Output schema
 //
@@ -70,6 +92,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -131,7 +154,19 @@ type Config struct {
 type Executor struct {
 	cfg     Config
 	schemas *orchestrator.SchemaCache
+	euid    func() int // the runner's effective user id (a test's stand-in)
 }
+
+// Event types this executor records besides the stream's messages, tool calls and results.
+const (
+	// EventMCPServer records an MCP server that did not connect when the session started:
+	// {"name", "status" (failed, pending, needs-auth, …, or missing when Claude Code did not list it),
+	// "declared" (one of the run's servers), "optional", "message"}.
+	EventMCPServer = "mcp_server"
+	// EventPermissionDenied records a tool use Claude Code refused the agent: {"tool_name",
+	// "tool_use_id", "tool_input" (or "input_truncated"), "message"}.
+	EventPermissionDenied = "permission_denied"
+)
 
 var _ orchestrator.Executor = (*Executor)(nil)
 
@@ -150,7 +185,7 @@ func New(cfg Config) *Executor {
 		cfg.DefaultOutputRetries = 0
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
-	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
+	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64), euid: os.Geteuid}
 }
 
 // run is one Execute call.
@@ -164,6 +199,16 @@ type run struct {
 	flags      []string // the per-run flags after --resume
 	claudeID   string   // Claude Code's session id, once known
 	reportedID string   // the id of the last executor_session event
+
+	opts *options
+	// declared are the MCP servers of the run's configuration: the blueprint's and the orchestrator's.
+	declared map[string]bool
+	seenInit bool
+	// mcpFailure says why the run fails: a declared, required MCP server did not connect.
+	mcpFailure string
+	abort      context.CancelFunc // stops the current turn's CLI
+	denials    []orchestrator.PermissionDenial
+	usage      *orchestrator.Usage
 }
 
 // Execute runs inv through Claude Code; see the package documentation. It returns an error, and starts
@@ -192,11 +237,16 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		return nil, err
 	}
 	r := &run{
-		inv:     inv,
-		sink:    events,
-		emitCtx: context.WithoutCancel(ctx),
-		log:     e.cfg.Logger.With("session_id", inv.SessionID, "run_id", inv.RunID, "agent", inv.AgentName),
-		env:     proc.Environ(e.cfg.Isolation, inv.Env),
+		inv:      inv,
+		sink:     events,
+		emitCtx:  context.WithoutCancel(ctx),
+		log:      e.cfg.Logger.With("session_id", inv.SessionID, "run_id", inv.RunID, "agent", inv.AgentName),
+		env:      proc.Environ(e.cfg.Isolation, inv.Env),
+		opts:     opts,
+		declared: map[string]bool{},
+	}
+	if err := e.checkBypassAsRoot(opts, r.env); err != nil {
+		return nil, err
 	}
 	if inv.Mode == orchestrator.RunTypeResume {
 		if inv.ExecutorSessionID == "" {
@@ -210,6 +260,9 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	}
 	if ctx.Err() != nil {
 		return stopped(""), nil
+	}
+	for name := range inv.Blueprint.MCPServers {
+		r.declared[name] = true
 	}
 
 	dir, err := os.MkdirTemp("", "ao-claude-")
@@ -227,6 +280,7 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 			r.log.Warn("the blueprint's MCP server is replaced by the orchestrator's", "name", e.cfg.MCPServerName)
 		}
 		opts.allowedTools = append(opts.allowedTools, "mcp__"+e.cfg.MCPServerName)
+		r.declared[e.cfg.MCPServerName] = true
 	}
 	mcpPath, err := writeMCPConfig(dir, inv.Blueprint.MCPServers, e.cfg.MCPServerName, url, inv)
 	if err != nil {
@@ -252,24 +306,27 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		if err != nil {
 			return nil, err
 		}
+		if r.mcpFailure != "" && ctx.Err() == nil {
+			return r.finish(&orchestrator.Result{ResultType: ResultType, ResultText: t.answer(), Error: r.mcpFailure}), nil
+		}
 		if res := t.failure(); res != nil {
-			return res, nil
+			return r.finish(res), nil
 		}
 		answer := t.answer()
 		if schema == nil {
-			return &orchestrator.Result{ResultType: ResultType, ResultText: answer, ResultData: structuredData(answer)}, nil
+			return r.finish(&orchestrator.Result{ResultType: ResultType, ResultText: answer, ResultData: structuredData(answer)}), nil
 		}
 		data, problems := checkAnswer(schema, answer)
 		if len(problems) == 0 {
-			return &orchestrator.Result{ResultType: ResultType, ResultText: answer, ResultData: data}, nil
+			return r.finish(&orchestrator.Result{ResultType: ResultType, ResultText: answer, ResultData: data}), nil
 		}
-		if attempt >= retries || r.claudeID == "" {
+		if attempt >= retries || r.claudeID == "" || (opts.failOnDenial && len(r.denials) > 0) {
 			res := &orchestrator.Result{ResultType: ResultType, ResultText: answer, ResultData: data, ValidationErrors: problems}
 			res.Error = fmt.Sprintf("output does not match output_schema after %d retries: %s", attempt, outputcheck.Summarize(problems))
 			if r.claudeID == "" && attempt < retries {
 				res.Error = "output does not match output_schema, and Claude Code reported no session id to resume for a correction: " + outputcheck.Summarize(problems)
 			}
-			return res, nil
+			return r.finish(res), nil
 		}
 		r.progress(map[string]any{
 			"message":           fmt.Sprintf("the answer does not match output_schema; asking the agent to correct it (retry %d of %d)", attempt+1, retries),
@@ -297,8 +354,13 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 
 	pump := proc.NewStderrPump(r.inv.SessionID, e.cfg.MaxStderrLine, r.log)
 	pump.Start(ctx, r.sink)
-	stream := &turnStream{sessionID: r.inv.SessionID, sink: r.sink, ctx: r.emitCtx, log: r.log, onSession: r.session}
-	exit, err := proc.Run(ctx, proc.Spec{
+	stream := &turnStream{sessionID: r.inv.SessionID, sink: r.sink, ctx: r.emitCtx, log: r.log, onSession: r.session, onInit: r.init}
+	// A required MCP server that failed stops the CLI at once (r.init): the agent must not work, and
+	// spend, without the tools it was given.
+	tctx, abort := context.WithCancel(ctx)
+	defer abort()
+	r.abort = abort
+	exit, err := proc.Run(tctx, proc.Spec{
 		Path:      r.path,
 		Args:      argv,
 		Env:       r.env,
@@ -316,18 +378,257 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 	}
 	t := &turnOutcome{exit: exit, stream: stream, stderr: pump.ErrorTail()}
 	if res := stream.result; res != nil {
-		r.progress(map[string]any{
-			"message": fmt.Sprintf("Claude Code finished (%s): %d turns, %.1fs, $%.4f",
-				res.Subtype, res.NumTurns, res.Duration/1000, res.CostUSD),
+		usage := lineTotals(res)
+		r.usage = addUsage(r.usage, usage)
+		r.denied(res.PermissionDenials)
+		stats := fmt.Sprintf("%d turns, %.1fs, $%.4f", res.NumTurns, res.Duration/1000, res.CostUSD)
+		msg := fmt.Sprintf("Claude Code finished (%s): %s", res.Subtype, stats)
+		if res.IsError || (res.Subtype != "" && res.Subtype != "success") {
+			// A result line can say "success" and be an error: a CLI that is not logged in answers
+			// {"subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}.
+			kind := res.Subtype
+			if kind == "" || kind == "success" {
+				kind = "error"
+			}
+			detail := res.Result
+			if detail == "" {
+				detail = errorText(res.Errors)
+			}
+			msg = fmt.Sprintf("Claude Code failed (%s): %s", kind, stats)
+			if detail != "" {
+				msg = fmt.Sprintf("Claude Code failed (%s: %s): %s", kind, cut(detail, 512), stats)
+			}
+		}
+		data := map[string]any{
+			"message":             msg,
 			"subtype":             res.Subtype,
 			"is_error":            res.IsError,
 			"num_turns":           res.NumTurns,
 			"duration_ms":         res.Duration,
 			"total_cost_usd":      res.CostUSD,
 			"executor_session_id": r.claudeID,
-		})
+		}
+		if usage != nil {
+			data["usage"] = usage
+		}
+		if n := len(res.PermissionDenials); n > 0 {
+			data["permission_denials"] = n
+		}
+		r.progress(data)
 	}
 	return t, nil
+}
+
+// init reads the init line's MCP server statuses (once a run: a correction's turn repeats them). Each
+// server that did not connect gets an mcp_server event; a declared server that failed, or that Claude
+// Code did not list at all (it drops an entry it cannot use), fails the run unless the blueprint marks
+// it optional, and the CLI is stopped. A pending server is recorded only: it may still connect.
+func (r *run) init(l *streamLine) {
+	if r.seenInit || l.MCPServers == nil {
+		return
+	}
+	r.seenInit = true
+	listed := map[string]bool{}
+	var evs []orchestrator.Event
+	for _, srv := range l.MCPServers {
+		listed[srv.Name] = true
+		if srv.Status != "connected" {
+			evs = append(evs, r.serverEvent(srv.Name, srv.Status, srv.Error))
+		}
+	}
+	var missing []string
+	for name := range r.declared {
+		if !listed[name] {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	for _, name := range missing {
+		evs = append(evs, r.serverEvent(name, "missing", "Claude Code did not list it: it dropped an entry it could not use"))
+	}
+	if len(evs) > 0 {
+		if err := r.sink.Emit(r.emitCtx, evs...); err != nil {
+			r.log.Warn("emit mcp_server events", "error", err)
+		}
+	}
+	if r.mcpFailure != "" && r.abort != nil {
+		r.log.Info("stopping Claude Code: " + r.mcpFailure)
+		r.abort()
+	}
+}
+
+// serverEvent describes a server that did not connect and, when it is a required one, records the
+// run's failure.
+func (r *run) serverEvent(name, status, detail string) orchestrator.Event {
+	declared, optional := r.declared[name], slices.Contains(r.opts.optionalMCP, name)
+	what := fmt.Sprintf("MCP server %q %s", name, status)
+	if detail != "" {
+		what += ": " + cut(detail, 512)
+	}
+	var msg string
+	switch {
+	case status == "pending":
+		msg = what + " (still connecting when the session started)"
+	case !declared:
+		msg = what + " (not one of the run's servers; the run goes on)"
+	case optional:
+		msg = what + " (optional: the run goes on without it)"
+	default:
+		msg = what + " (the run fails)"
+		if r.mcpFailure == "" {
+			r.mcpFailure = what + "; the agent would have run without its tools (list the server in executor_config.optional_mcp_servers to run without it)"
+		}
+	}
+	ev := orchestrator.NewEvent(EventMCPServer, map[string]any{
+		"name": name, "status": status, "declared": declared, "optional": optional, "message": msg,
+	})
+	ev.SessionID, ev.Time = r.inv.SessionID, time.Now().UTC()
+	return ev
+}
+
+// Bounds on the permission denials a result carries.
+const (
+	maxDenials         = 100
+	maxDenialInputSize = 8 << 10
+)
+
+// denied records a turn's permission denials: an event each, and in the run's result.
+func (r *run) denied(ds []orchestrator.PermissionDenial) {
+	var evs []orchestrator.Event
+	for _, d := range ds {
+		data := map[string]any{"tool_name": d.ToolName, "tool_use_id": d.ToolUseID,
+			"message": fmt.Sprintf("Claude Code refused the agent's use of %s", d.ToolName)}
+		if len(d.ToolInput) > maxEventText {
+			data["input_truncated"] = true
+		} else if len(d.ToolInput) > 0 {
+			data["tool_input"] = d.ToolInput
+		}
+		ev := orchestrator.NewEvent(EventPermissionDenied, data)
+		ev.SessionID, ev.Time = r.inv.SessionID, time.Now().UTC()
+		evs = append(evs, ev)
+		if len(r.denials) < maxDenials {
+			if len(d.ToolInput) > maxDenialInputSize {
+				d.ToolInput = nil
+			}
+			r.denials = append(r.denials, d)
+		}
+	}
+	if len(evs) > 0 {
+		if err := r.sink.Emit(r.emitCtx, evs...); err != nil {
+			r.log.Warn("emit permission_denied events", "error", err)
+		}
+	}
+}
+
+// finish adds what the whole run gathered to its result: usage, permission denials, and the failure a
+// denial is when the blueprint says so.
+func (r *run) finish(res *orchestrator.Result) *orchestrator.Result {
+	res.Usage = r.usage
+	res.PermissionDenials = r.denials
+	if r.opts.failOnDenial && len(r.denials) > 0 && res.Error == "" {
+		var tools []string
+		for _, d := range r.denials {
+			if !slices.Contains(tools, d.ToolName) {
+				tools = append(tools, d.ToolName)
+			}
+		}
+		res.Error = fmt.Sprintf("Claude Code refused %d tool use(s) (%s), and executor_config.fail_on_permission_denial is set",
+			len(r.denials), strings.Join(tools, ", "))
+	}
+	return res
+}
+
+// lineTotals is a result line's usage: per model from modelUsage, the totals their sum (every model the
+// session used, sub-agents' included), else the line's usage; the cost is total_cost_usd. Nil when the
+// line reports none.
+func lineTotals(l *streamLine) *orchestrator.Usage {
+	if l.Usage == nil && len(l.ModelUsage) == 0 && l.CostUSD == 0 {
+		return nil
+	}
+	u := &orchestrator.Usage{CostUSD: l.CostUSD}
+	for name, m := range l.ModelUsage {
+		if m == nil {
+			continue
+		}
+		mu := &orchestrator.ModelUsage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
+			CacheReadInputTokens: m.CacheReadInputTokens, CacheCreationInputTokens: m.CacheCreationInputTokens, CostUSD: m.CostUSD}
+		if u.Models == nil {
+			u.Models = map[string]*orchestrator.ModelUsage{}
+		}
+		u.Models[name] = mu
+		u.InputTokens += mu.InputTokens
+		u.OutputTokens += mu.OutputTokens
+		u.CacheReadInputTokens += mu.CacheReadInputTokens
+		u.CacheCreationInputTokens += mu.CacheCreationInputTokens
+	}
+	if u.Models == nil && l.Usage != nil {
+		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
+		u.CacheReadInputTokens, u.CacheCreationInputTokens = l.Usage.CacheReadInputTokens, l.Usage.CacheCreationInputTokens
+	}
+	return u
+}
+
+// addUsage adds b to a (the turns of one run); either may be nil.
+func addUsage(a, b *orchestrator.Usage) *orchestrator.Usage {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = &orchestrator.Usage{}
+	}
+	a.InputTokens += b.InputTokens
+	a.OutputTokens += b.OutputTokens
+	a.CacheReadInputTokens += b.CacheReadInputTokens
+	a.CacheCreationInputTokens += b.CacheCreationInputTokens
+	a.CostUSD += b.CostUSD
+	for name, m := range b.Models {
+		if a.Models == nil {
+			a.Models = map[string]*orchestrator.ModelUsage{}
+		}
+		am := a.Models[name]
+		if am == nil {
+			am = &orchestrator.ModelUsage{}
+			a.Models[name] = am
+		}
+		am.InputTokens += m.InputTokens
+		am.OutputTokens += m.OutputTokens
+		am.CacheReadInputTokens += m.CacheReadInputTokens
+		am.CacheCreationInputTokens += m.CacheCreationInputTokens
+		am.CostUSD += m.CostUSD
+	}
+	return a
+}
+
+// checkBypassAsRoot refuses, before anything starts, a run Claude Code would refuse at once: it will not
+// bypass permissions (permission_mode bypassPermissions, --dangerously-skip-permissions) as root unless
+// IS_SANDBOX=1 says the machine is a disposable sandbox.
+func (e *Executor) checkBypassAsRoot(opts *options, env []string) error {
+	bypass := opts.permissionMode == "bypassPermissions"
+	for i, a := range e.cfg.ExtraArgs {
+		switch {
+		case a == "--dangerously-skip-permissions", a == "--allow-dangerously-skip-permissions":
+			bypass = true
+		case opts.permissionMode == "" && (a == "--permission-mode=bypassPermissions" ||
+			(a == "--permission-mode" && i+1 < len(e.cfg.ExtraArgs) && e.cfg.ExtraArgs[i+1] == "bypassPermissions")):
+			bypass = true
+		}
+	}
+	if !bypass || proc.Lookup(env, "IS_SANDBOX") == "1" {
+		return nil
+	}
+	as := "the runner's user"
+	if u := e.cfg.Isolation.User; u != nil {
+		if u.UID != 0 {
+			return nil
+		}
+		as = u.String()
+	} else if e.euid() != 0 {
+		return nil
+	}
+	return orchestrator.Errorf(orchestrator.ErrInvalid, "bypass_permissions_as_root",
+		"permission_mode bypassPermissions: Claude Code refuses to bypass permissions as root, and it would run as %s (uid 0); "+
+			"run it as another user (claudecode.Config.Isolation.User, the example runner's -run-as flag) or, "+
+			"when the runner is a disposable container, set IS_SANDBOX=1 in the runner's environment", as)
 }
 
 // session records Claude Code's session id and tells the coordinator when it is new.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,8 @@ const (
 	helperEnv   = "GO_WANT_HELPER_PROCESS"
 	scenarioEnv = "FAKE_CLAUDE_SCENARIO"
 	dirEnv      = "FAKE_CLAUDE_DIR"
+	// mcpStatusEnv holds the statuses the stand-in reports for its MCP servers: {"name": "status"}.
+	mcpStatusEnv = "FAKE_CLAUDE_MCP_STATUS"
 )
 
 func TestHelperProcess(t *testing.T) {
@@ -105,11 +108,19 @@ func fakeClaude(args []string) int {
 				"content": blocks, "stop_reason": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
 	}
 	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+	denials := []any{}
 	result := func(answer string) {
 		_ = os.WriteFile(filepath.Join(dir, sid+".answer"), []byte(answer), 0o600)
 		print(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1234,
-			"duration_api_ms": 1000, "num_turns": 1, "result": answer, "total_cost_usd": 0.0123, "usage": map[string]any{},
-			"permission_denials": []any{}, "uuid": "u"})
+			"duration_api_ms": 1000, "num_turns": 1, "result": answer, "total_cost_usd": 0.0123,
+			"usage": map[string]any{"input_tokens": 9, "output_tokens": 510, "cache_read_input_tokens": 36391,
+				"cache_creation_input_tokens": 12871, "server_tool_use": map[string]any{"web_search_requests": 0}, "service_tier": "standard"},
+			"modelUsage": map[string]any{
+				"claude-sonnet-4-5": map[string]any{"inputTokens": 9, "outputTokens": 500, "cacheReadInputTokens": 36391,
+					"cacheCreationInputTokens": 12871, "webSearchRequests": 0, "costUSD": 0.0113, "contextWindow": 200000},
+				"claude-haiku-4-5": map[string]any{"inputTokens": 3, "outputTokens": 10, "cacheReadInputTokens": 0,
+					"cacheCreationInputTokens": 0, "webSearchRequests": 0, "costUSD": 0.001, "contextWindow": 200000}},
+			"permission_denials": denials, "uuid": "u"})
 	}
 	feedback := strings.HasPrefix(prompt, "Your previous answer does not match")
 	echo := func() string {
@@ -130,8 +141,34 @@ func fakeClaude(args []string) int {
 	if scenario == "block" { // before the first line: the test cancels the run when it sees it
 		_ = os.WriteFile(filepath.Join(dir, "pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	}
+	// The configured MCP servers, connected unless $FAKE_CLAUDE_MCP_STATUS ({"name": "status"}) says
+	// otherwise; status "drop" leaves a server out, as Claude Code does with an entry it cannot use.
+	servers := []any{}
+	if len(c.MCPConfig) > 0 {
+		var cfg struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		_ = json.Unmarshal(c.MCPConfig, &cfg)
+		statuses := map[string]string{}
+		_ = json.Unmarshal([]byte(os.Getenv(mcpStatusEnv)), &statuses)
+		names := make([]string, 0, len(cfg.MCPServers))
+		for name := range cfg.MCPServers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			st := statuses[name]
+			switch st {
+			case "drop":
+				continue
+			case "":
+				st = "connected"
+			}
+			servers = append(servers, map[string]any{"name": name, "status": st})
+		}
+	}
 	print(map[string]any{"type": "system", "subtype": "init", "cwd": wd, "tools": []string{"Bash", "Read"},
-		"mcp_servers": []any{}, "model": "fake", "permissionMode": "default", "apiKeySource": "none", "uuid": "u"})
+		"mcp_servers": servers, "model": "fake", "permissionMode": "default", "apiKeySource": "none", "uuid": "u"})
 	switch scenario {
 	case "echo", "":
 		answer := echo()
@@ -145,6 +182,22 @@ func fakeClaude(args []string) int {
 		answer := echo()
 		assistant(text(answer))
 		result(answer)
+	case "deny": // a tool use refused, and the answer given anyway
+		assistant(text("writing"), map[string]any{"type": "tool_use", "id": "toolu_9", "name": "Write", "input": map[string]any{"file_path": "/etc/x", "content": "y"}})
+		print(map[string]any{"type": "user", "parent_tool_use_id": nil, "uuid": "u", "message": map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_9", "is_error": true,
+				"content": "Claude requested permissions to write to /etc/x, but you haven't granted it yet."}}}})
+		denials = append(denials, map[string]any{"tool_name": "Write", "tool_use_id": "toolu_9", "tool_input": map[string]any{"file_path": "/etc/x", "content": "y"}})
+		answer := echo()
+		assistant(text(answer))
+		result(answer)
+	case "not_logged_in": // what a CLI without credentials prints
+		assistant(text("Invalid API key · Please run /login"))
+		print(map[string]any{"type": "result", "subtype": "success", "is_error": true, "duration_ms": 80, "duration_api_ms": 0,
+			"num_turns": 1, "result": "Invalid API key · Please run /login", "total_cost_usd": 0, "usage": map[string]any{
+				"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+			"modelUsage": map[string]any{}, "permission_denials": []any{}, "uuid": "u"})
+		return 1
 	case "fail":
 		fmt.Fprintln(os.Stderr, "claude: API error")
 		print(map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": executortest.FailMessage,

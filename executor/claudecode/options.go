@@ -22,6 +22,10 @@ type options struct {
 	allowedTools    []string
 	disallowedTools []string
 	replaceSystem   bool
+	// optionalMCP names the blueprint's MCP servers a run may do without.
+	optionalMCP []string
+	// failOnDenial fails a run whose agent was refused a tool use.
+	failOnDenial bool
 }
 
 func parseOptions(cfg map[string]any) (*options, error) {
@@ -76,6 +80,14 @@ func parseOptions(cfg map[string]any) (*options, error) {
 	str(&o.permissionMode, "permission_mode", "permissionMode")
 	list(&o.allowedTools, "allowed_tools", "allowedTools")
 	list(&o.disallowedTools, "disallowed_tools", "disallowedTools")
+	list(&o.optionalMCP, "optional_mcp_servers", "optionalMcpServers")
+	if v, k, ok := get("fail_on_permission_denial", "failOnPermissionDenial"); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			problems = append(problems, k+" must be true or false")
+		}
+		o.failOnDenial = b
+	}
 	if v, k, ok := get("max_turns", "maxTurns"); ok {
 		n, isNum := number(v)
 		if !isNum || n < 1 || n != math.Trunc(n) || n > math.MaxInt32 {

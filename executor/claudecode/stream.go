@@ -18,13 +18,18 @@ import (
 // Claude Code's stream-json output (claude -p --output-format stream-json --verbose) is one JSON object
 // per line:
 //
-//	{"type":"system","subtype":"init","session_id":"…","cwd":"…","tools":[…],"mcp_servers":[…],"model":"…",…}
+//	{"type":"system","subtype":"init","session_id":"…","cwd":"…","tools":[…],"model":"…",
+//	    "mcp_servers":[{"name":"orchestrator","status":"connected"},{"name":"web","status":"failed"}],…}
 //	{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"…"},
 //	    {"type":"tool_use","id":"toolu_…","name":"Bash","input":{…}}],…},"parent_tool_use_id":null,"session_id":"…"}
 //	{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_…",
 //	    "content":"…","is_error":false}]},"session_id":"…"}
 //	{"type":"result","subtype":"success","is_error":false,"result":"…","session_id":"…","num_turns":1,
-//	    "duration_ms":1234,"total_cost_usd":0.01,…}
+//	    "duration_ms":1234,"total_cost_usd":0.01,"usage":{"input_tokens":9,"output_tokens":510,
+//	    "cache_read_input_tokens":36391,"cache_creation_input_tokens":12871,…},
+//	    "modelUsage":{"claude-…":{"inputTokens":9,"outputTokens":510,"cacheReadInputTokens":36391,
+//	    "cacheCreationInputTokens":12871,"costUSD":0.01,…}},
+//	    "permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_…","tool_input":{…}}],…}
 //
 // The final result's subtype is "success" or an error ("error_max_turns", "error_during_execution", …,
 // which carry "errors" instead of "result" and may have is_error false). Other lines (system status,
@@ -42,6 +47,35 @@ type streamLine struct {
 	Duration  float64         `json:"duration_ms"`
 	CostUSD   float64         `json:"total_cost_usd"`
 	Model     string          `json:"model"`
+	// The init line's MCP servers, each with its status: connected, pending, failed, needs-auth, ….
+	MCPServers []mcpServerStatus `json:"mcp_servers"`
+	// The result line's refused tool uses and token usage (in total, and per model in modelUsage).
+	PermissionDenials []orchestrator.PermissionDenial `json:"permission_denials"`
+	Usage             *lineUsage                      `json:"usage"`
+	ModelUsage        map[string]*modelUsage          `json:"modelUsage"`
+}
+
+type mcpServerStatus struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// lineUsage is a result line's usage (the Messages API's names).
+type lineUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// modelUsage is one model's entry in a result line's modelUsage (Claude Code's camelCase names).
+type modelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUSD"`
 }
 
 type streamMessage struct {
@@ -77,6 +111,8 @@ type turnStream struct {
 	log       *slog.Logger
 	// onSession is called with Claude Code's session id when a line names one.
 	onSession func(id string)
+	// onInit is called with the init line.
+	onInit func(l *streamLine)
 
 	result   *streamLine // the final result line
 	lastText string      // the text of the last top-level assistant message
@@ -124,6 +160,10 @@ func (s *turnStream) handle(line []byte) {
 		s.onSession(l.SessionID)
 	}
 	switch l.Type {
+	case "system":
+		if l.Subtype == "init" && s.onInit != nil {
+			s.onInit(&l)
+		}
 	case "assistant":
 		s.assistant(&l)
 	case "user":

@@ -3,6 +3,7 @@ package tags
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -13,4 +14,16 @@ func Validate(tag string) error {
 		return fmt.Errorf("tag %q must be 1-64 characters without commas or spaces", tag)
 	}
 	return nil
+}
+
+// Split reads a comma-separated list, as flags and headers carry tags (and host lists): items trimmed,
+// empty ones and repeats dropped, in order. An empty string is no items.
+func Split(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" && !slices.Contains(out, item) {
+			out = append(out, item)
+		}
+	}
+	return out
 }

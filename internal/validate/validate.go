@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	gjs "github.com/google/jsonschema-go/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
@@ -54,6 +55,38 @@ type Schema struct {
 	defaults *gjs.Resolved // nil when no default is reachable through "properties"
 	// recheck: applying defaults could make valid params invalid, so Normalize validates again after.
 	recheck bool
+	// formatFree is the schema compiled without asserting format, for the errors a failed format hides
+	// (see Validate); nil when the schema has no format keyword.
+	formatFree func() *sjs.Schema
+}
+
+// newCompiler returns a compiler set up as Compile needs: draft 7 by default, format asserted (drafts
+// before 2019-09 always assert it), no remote references.
+func newCompiler() *sjs.Compiler {
+	c := sjs.NewCompiler()
+	c.DefaultDraft(sjs.Draft7)
+	c.AssertFormat()
+	c.UseLoader(refuseLoader{})
+	return c
+}
+
+// compileWithoutFormat compiles doc, which Compile accepted, without its format keywords; nil if that
+// fails after all.
+func compileWithoutFormat(doc any) (s *sjs.Schema) {
+	defer func() {
+		if recover() != nil {
+			s = nil
+		}
+	}()
+	c := newCompiler()
+	if c.AddResource(schemaURL, withoutFormat(doc)) != nil {
+		return nil
+	}
+	s, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 // schemaURL is the schema's in-memory address. It must be absolute: a relative name would be resolved
@@ -87,10 +120,7 @@ func Compile(raw []byte) (s *Schema, err error) {
 		return nil, schemaErrorf("schema is not valid JSON: %v", err)
 	}
 
-	c := sjs.NewCompiler()
-	c.DefaultDraft(sjs.Draft7)
-	c.AssertFormat()
-	c.UseLoader(refuseLoader{})
+	c := newCompiler()
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, schemaErrorf("%s", cleanSchemaError(err))
 	}
@@ -102,6 +132,9 @@ func Compile(raw []byte) (s *Schema, err error) {
 		return nil, schemaErrorf("invalid schema: %s", refCycleMessage(rc))
 	}
 	s = &Schema{doc: doc, compiled: compiled}
+	if bytes.Contains(raw, []byte(`"format"`)) {
+		s.formatFree = sync.OnceValue(func() *sjs.Schema { return compileWithoutFormat(doc) })
+	}
 
 	var sites []defaultSite
 	skeleton, ok := defaultsSkeleton(doc, nil, &sites)
@@ -173,7 +206,90 @@ func (s *Schema) Validate(instance any) (errs []Error) {
 	}
 	f := &flattener{instance: instance, doc: s.doc}
 	f.walk(ve, valueCtx{root: instance}, "", "", nil)
+	s.addHiddenByFormat(f, instance)
 	return f.fieldErrors()
+}
+
+// withoutFormat copies a schema document without its format keywords. Members whose keys are names
+// (properties, definitions, …) and values that are data (const, enum, default, examples) are kept as
+// they are; the keyword locations of everything else do not change.
+func withoutFormat(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			switch k {
+			case "format":
+				if _, isString := e.(string); isString {
+					continue
+				}
+				out[k] = withoutFormat(e)
+			case "properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies":
+				if m, ok := e.(map[string]any); ok {
+					named := make(map[string]any, len(m))
+					for name, sub := range m {
+						named[name] = withoutFormat(sub)
+					}
+					out[k] = named
+					continue
+				}
+				out[k] = e
+			case "const", "enum", "default", "examples":
+				out[k] = e
+			default:
+				out[k] = withoutFormat(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = withoutFormat(e)
+		}
+		return out
+	}
+	return v
+}
+
+// hiddenByFormat are the keywords whose failures the validator does not report once the same schema's
+// format failed (it stops checking a subschema at a failed format). They do not depend on format, so the
+// schema validated without format reports them truly.
+var hiddenByFormat = map[string]bool{"minLength": true, "maxLength": true, "pattern": true}
+
+// addHiddenByFormat adds to f the failures a failed format hid: for each format error, those of the
+// keywords of hiddenByFormat in the same subschema, at the same value, found by validating again without
+// asserting format. Every failing keyword is then reported ("not-a-url" against format uri and pattern
+// ^https?:// fails both).
+func (s *Schema) addHiddenByFormat(f *flattener, instance any) {
+	if s.formatFree == nil {
+		return
+	}
+	type site struct{ loc, schema string }
+	formats := map[site]bool{}
+	for _, l := range f.leaves {
+		if parent, ok := strings.CutSuffix(l.schemaPath, "format"); ok && (parent == "" || strings.HasSuffix(parent, ".")) {
+			formats[site{strings.Join(l.loc, "\x00"), parent}] = true
+		}
+	}
+	if len(formats) == 0 {
+		return
+	}
+	free := s.formatFree()
+	if free == nil {
+		return
+	}
+	var ve *sjs.ValidationError
+	if !errors.As(free.Validate(instance), &ve) {
+		return
+	}
+	g := &flattener{instance: instance, doc: s.doc}
+	g.walk(ve, valueCtx{root: instance}, "", "", nil)
+	for _, l := range g.leaves {
+		i := strings.LastIndexByte(l.schemaPath, '.') + 1
+		if hiddenByFormat[l.schemaPath[i:]] && formats[site{strings.Join(l.loc, "\x00"), l.schemaPath[:i]}] {
+			f.leaves = append(f.leaves, l)
+		}
+	}
 }
 
 // Normalize decodes params, validates them, applies the schema's defaults and returns the normalized JSON,

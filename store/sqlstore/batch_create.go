@@ -53,7 +53,15 @@ func (s *Store) CreateSessionsWithRuns(ctx context.Context, sessions []*orchestr
 		if err := tx.insertBatch(ctx, rrows); err != nil {
 			return wrap(err, "runs", "")
 		}
-		return wrap(tx.insertBatch(ctx, tags), "run tags", "")
+		if err := tx.insertBatch(ctx, tags); err != nil {
+			return wrap(err, "run tags", "")
+		}
+		for _, row := range rrows { // the slots of runs under a concurrency limit, as CreateRun makes them
+			if err := tx.createSlots(ctx, row); err != nil {
+				return wrap(err, "run slots", row.ID)
+			}
+		}
+		return nil
 	})
 }
 

@@ -15,19 +15,21 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// ClaimRuns moves up to p.Max of the oldest pending runs the runner can execute to claimed, bound to the
-// runner, in one statement.
+// ClaimRuns moves up to p.Max pending, due runs the runner can execute to claimed, bound to the runner,
+// highest priority and oldest first, within their concurrency limits, in one statement.
 //
 // The statement is an UPDATE whose targets are chosen from up to three probes. Each probe walks the
-// partial index runs_claim (pending runs only, keyed by demand_runner_id, agent_type, created_at, id) from
-// the oldest entry under one (demand_runner_id, agent_type) key, filtered by the rest of
-// [orchestrator.Demands.Matches], and yields at most p.Max candidates:
+// partial index runs_claim (pending runs only, keyed by demand_runner_id, agent_type, priority, run_at,
+// id) from the first entry under one (demand_runner_id, agent_type) key, filtered by the rest of
+// [orchestrator.Demands.Matches], by run_at (due by p.Now) and by the limits (see [buildClaimSQL]), and
+// yields at most p.Max candidates:
 //
 //   - deterministic runs pinned to this runner;
 //   - AI runs pinned to this runner (when it accepts AI agents: resumed sessions are pinned);
 //   - AI runs pinned to no runner (when it accepts AI agents).
 //
-// The oldest p.Max of those candidates are claimed. Runs pinned to other runners sit under other keys, so
+// The first p.Max of those candidates, by priority, run_at and id, are claimed, less those past a limit.
+// Runs pinned to other runners sit under other keys, so
 // no number of them slows a claim down; only unpinned runs this runner cannot take for another reason (a
 // demanded hostname, tag, ...) are stepped over. A deterministic run is always pinned (Matches refuses an
 // unpinned one), and runs of any other agent type are never claimed.
@@ -73,15 +75,11 @@ func (s *Store) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*o
 			return nil, wrap(err, "claim for runner", runner.ID)
 		}
 		if len(rows) > 0 {
-			runs, err := domains(rows, (*runRow).domain)
-			if err != nil {
-				return nil, err
-			}
 			// RETURNING gives no order.
-			slices.SortFunc(runs, func(a, b *orchestrator.Run) int {
-				return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+			slices.SortFunc(rows, func(a, b runRow) int {
+				return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), strings.Compare(a.ID, b.ID))
 			})
-			return runs, nil
+			return domains(rows, (*runRow).domain)
 		}
 		if !s.pg || attempt >= claimRetries {
 			break
@@ -104,8 +102,9 @@ const claimRetries = 20
 
 // claimProbeArgs is the number of parameters of the probes: 1 runner id, 2-5 the runner's hostname,
 // project dir, executor type and profile, 6 its tags, 7 whether it requires matching tags, 8 whether it
-// accepts AI agents. The claim adds 9 the claimed status, 10 the claim time and 11 the most runs to take.
-const claimProbeArgs = 8
+// accepts AI agents, 9 the claim time (runs due by then). The claim adds 10 the claimed status and 11
+// the most runs to take.
+const claimProbeArgs = 9
 
 func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time, limit int) []any {
 	var tags string
@@ -117,14 +116,33 @@ func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time, limit in
 	}
 	return []any{
 		runner.ID, runner.Hostname, runner.ProjectDir, runner.ExecutorType, runner.ExecutorProfile,
-		tags, runner.RequireMatchingTags, runner.AcceptsAgents,
-		string(orchestrator.RunClaimed), formatTime(now), limit,
+		tags, runner.RequireMatchingTags, runner.AcceptsAgents, formatTime(now),
+		string(orchestrator.RunClaimed), limit,
 	}
 }
 
 // claimSQL holds the claim statements per dialect (true: PostgreSQL).
 var claimSQL = map[bool]struct{ claim, probes string }{false: buildClaimSQL(false), true: buildClaimSQL(true)}
 
+// buildClaimSQL writes the claim statement of a dialect:
+//
+//	WITH k AS (the oldest p.Max candidates of the probes, by priority then run_at),
+//	     sl AS (the run_slots rows the limited candidates count against),
+//	     g AS (each candidate with its rank among the limited candidates of its agent, and of its key)
+//	UPDATE runs SET (claimed) WHERE id IN (the candidates of g that fit their limits) RETURNING …
+//
+// A candidate under a limit fits when the row's count of claimed and running runs plus its rank is
+// within the limit, for its agent's limit and for its key's; a run whose row is missing never fits. The
+// probes step over runs whose limit is already full (by the counts they read), so a backlog held back by a
+// limit does not hide the runs behind it; sl has the final word. With no limited candidate, sl is empty
+// and g passes every candidate: a plain claim pays for a window over at most p.Max rows.
+//
+// On SQLite the statement runs alone under the single writer, so the counts it reads are current. On
+// PostgreSQL sl locks its rows FOR UPDATE, in key order, and a row another claim (or a run's end) changed
+// meanwhile is read in its newest committed version after the wait: two claims of one agent's runs take
+// turns on its row, and the second sees the first's runs counted (the triggers of slotTriggers counted
+// them in the first claim's transaction). Ranks may over-count (a candidate refused by its agent's limit
+// still ranks in its key), never under-count: a claim may take less than fits, never more.
 func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	arg := func(n int) string {
 		if pg {
@@ -143,13 +161,22 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	if pg {
 		tagHeld = "t.tag <> ALL(string_to_array(" + arg(6) + ", ','))"
 	}
+	now := arg(9)
+	if pg {
+		now += "::timestamptz"
+	}
 	// The rest of Demands.Matches: every demanded field empty or the runner's, and every demanded tag
 	// held; for runs pinned to no runner also at least one demanded tag, when the runner requires matching
-	// tags (a run pinned to the runner always qualifies).
+	// tags (a run pinned to the runner always qualifies). Then the run must be due, and its limits not
+	// full by the counts the statement reads.
 	match := " AND r.demand_hostname IN ('', " + arg(2) + ") AND r.demand_project_dir IN ('', " + arg(3) + ")" +
 		" AND r.demand_executor_type IN ('', " + arg(4) + ") AND r.demand_executor_profile IN ('', " + arg(5) + ")" +
-		" AND (r.demand_tag_count = 0 OR NOT EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND " + tagHeld + "))"
+		" AND (r.demand_tag_count = 0 OR NOT EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND " + tagHeld + "))" +
+		" AND r.run_at <= " + now +
+		" AND (r.agent_limit = 0 OR EXISTS (SELECT 1 FROM run_slots s WHERE s.agent_name = r.agent_name AND s.concurrency_key = '' AND s.active < r.agent_limit))" +
+		" AND (r.concurrency_key = '' OR EXISTS (SELECT 1 FROM run_slots s WHERE s.agent_name = r.agent_name AND s.concurrency_key = r.concurrency_key AND s.active < r.key_limit))"
 	requireTags := " AND (NOT (" + flag(7) + ") OR r.demand_tag_count > 0)"
+	const cols = "id, priority, run_at, agent_name, agent_limit, concurrency_key, key_limit"
 	union := func(limit, lock string) string {
 		var sb strings.Builder
 		for i, p := range []struct{ pinned, agentType, gate string }{
@@ -163,9 +190,9 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 			// A derived table per probe: SQLite allows no ORDER BY/LIMIT, and PostgreSQL no FOR UPDATE, on a
 			// member of a compound SELECT. status and agent_type are literals so that the planners can prove
 			// the partial index applies; the gate is a constant, tested once.
-			sb.WriteString("SELECT id, created_at FROM (SELECT r.id, r.created_at FROM runs r" +
+			sb.WriteString("SELECT " + cols + " FROM (SELECT r.id, r.priority, r.run_at, r.agent_name, r.agent_limit, r.concurrency_key, r.key_limit FROM runs r" +
 				" WHERE r.status = 'pending' AND NOT r.parked AND r.demand_runner_id = " + p.pinned + " AND r.agent_type = '" + p.agentType + "'" +
-				p.gate + match + " ORDER BY r.created_at, r.id LIMIT " + limit + lock + ") p" + strconv.Itoa(i))
+				p.gate + match + " ORDER BY r.priority, r.run_at, r.id LIMIT " + limit + lock + ") p" + strconv.Itoa(i))
 		}
 		return sb.String()
 	}
@@ -173,21 +200,36 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	// replica adds a column (PostgreSQL refuses to run it otherwise: "cached plan must not change result
 	// type").
 	returning := strings.Join(columns(runRow{}), ", ")
-	set := "UPDATE runs SET status = " + arg(9) + ", runner_id = " + arg(1) + ", claimed_at = " + arg(10)
+	set := "UPDATE runs SET status = " + arg(10) + ", runner_id = " + arg(1) + ", claimed_at = " + now
+	limit, lock, materialized := arg(11), " FOR UPDATE SKIP LOCKED", " MATERIALIZED"
+	if !pg {
+		// The limit is an expression, not a bare parameter: SQLite plans with the value of a bare LIMIT
+		// parameter and so prepares the statement again whenever that value changes (most claims).
+		limit, lock, materialized = "("+arg(11)+" + 0)", "", ""
+	}
+	slotLock := ""
+	if pg {
+		slotLock = " FOR UPDATE"
+	}
+	order := "ORDER BY priority, run_at, id"
+	with := "WITH k AS" + materialized + " (SELECT " + cols + " FROM (" + union(limit, lock) + ") u " + order + " LIMIT " + limit + ")," +
+		" sl AS" + materialized + " (SELECT agent_name, concurrency_key, active FROM run_slots WHERE (agent_name, concurrency_key) IN" +
+		" (SELECT agent_name, '' FROM k WHERE agent_limit > 0 UNION SELECT agent_name, concurrency_key FROM k WHERE concurrency_key <> '')" +
+		" ORDER BY agent_name, concurrency_key" + slotLock + ")," +
+		" g AS (SELECT " + cols + "," +
+		" sum(CASE WHEN agent_limit > 0 THEN 1 ELSE 0 END) OVER (PARTITION BY agent_name " + order + " ROWS UNBOUNDED PRECEDING) AS ra," +
+		" row_number() OVER (PARTITION BY agent_name, concurrency_key " + order + ") AS rk FROM k)"
+	fits := "SELECT id FROM g WHERE (agent_limit = 0 OR ra + (SELECT active FROM sl WHERE sl.agent_name = g.agent_name AND sl.concurrency_key = '') <= agent_limit)" +
+		" AND (concurrency_key = '' OR rk + (SELECT active FROM sl WHERE sl.agent_name = g.agent_name AND sl.concurrency_key = g.concurrency_key) <= key_limit)"
 	if pg {
 		// = ANY(ARRAY(…)) rather than IN (…): the candidates are computed once, as an init plan, and the
 		// UPDATE probes the primary key with them, whatever the planner guesses of the LIMIT. One exception:
 		// planned while runs is a few pages (a new database), a sequential scan is cheaper than the ten
 		// probes the planner guesses, and PostgreSQL keeps that generic plan until runs is next analysed
 		// (autovacuum does it within a minute or two of the first writes; BENCHMARKS.md has the cost).
-		q.claim = set + " WHERE id = ANY(ARRAY(SELECT id FROM (" + union(arg(11), " FOR UPDATE SKIP LOCKED") + ") k" +
-			" ORDER BY created_at, id LIMIT " + arg(11) + ")) RETURNING " + returning
+		q.claim = with + " " + set + " WHERE id = ANY(ARRAY(" + fits + ")) RETURNING " + returning
 	} else {
-		// The limit is an expression, not a bare parameter: SQLite plans with the value of a bare LIMIT
-		// parameter and so prepares the statement again whenever that value changes (most claims).
-		limit := "(" + arg(11) + " + 0)"
-		q.claim = set + " WHERE status = 'pending' AND id IN (SELECT id FROM (" + union(limit, "") + ") k" +
-			" ORDER BY created_at, id LIMIT " + limit + ") RETURNING " + returning
+		q.claim = with + " " + set + " WHERE status = 'pending' AND id IN (" + fits + ") RETURNING " + returning
 	}
 	q.probes = "SELECT id FROM (" + union("1", "") + ") k"
 	return q

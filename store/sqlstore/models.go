@@ -252,13 +252,24 @@ type runRow struct {
 	RunnerID              string          `bun:"runner_id"`
 	Parked                bool            `bun:"parked"`
 	Error                 string          `bun:"error"`
+	Usage                 json.RawMessage `bun:"usage"`
 	StopRequestedAt       *time.Time      `bun:"stop_requested_at"`
 	StopSentAt            *time.Time      `bun:"stop_sent_at"`
 	CreatedAt             time.Time       `bun:"created_at"`
 	ClaimedAt             *time.Time      `bun:"claimed_at"`
 	StartedAt             *time.Time      `bun:"started_at"`
 	EndedAt               *time.Time      `bun:"ended_at"`
+	// Submission control (migration 20): run_at is when the run becomes claimable, created_at for a run
+	// not delayed, so that the claim index orders every run by it.
+	Priority       int64     `bun:"priority"`
+	RunAt          time.Time `bun:"run_at"`
+	ConcurrencyKey string    `bun:"concurrency_key"`
+	AgentLimit     int64     `bun:"agent_limit"`
+	KeyLimit       int64     `bun:"key_limit"`
 }
+
+// limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
+func (row *runRow) limited() bool { return row.AgentLimit > 0 || row.ConcurrencyKey != "" }
 
 type runTagRow struct {
 	bun.BaseModel `bun:"table:run_tags,alias:rt"`
@@ -269,6 +280,10 @@ type runTagRow struct {
 
 func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 	tags, err := marshalTags(r.Demands.Tags)
+	if err != nil {
+		return nil, nil, err
+	}
+	usage, err := marshalUsage(r.Usage)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -304,12 +319,18 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RunnerID:              r.RunnerID,
 		Parked:                r.Parked,
 		Error:                 r.Error,
+		Usage:                 usage,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
 		StopSentAt:            utcPtr(r.StopSentAt),
 		CreatedAt:             utc(r.CreatedAt),
 		ClaimedAt:             utcPtr(r.ClaimedAt),
 		StartedAt:             utcPtr(r.StartedAt),
 		EndedAt:               utcPtr(r.EndedAt),
+		Priority:              int64(normPriority(r.Priority)),
+		RunAt:                 runAt(r),
+		ConcurrencyKey:        r.ConcurrencyKey,
+		AgentLimit:            int64(max(r.AgentLimit, 0)),
+		KeyLimit:              int64(keyLimit(r)),
 	}, tagRows, nil
 }
 
@@ -318,7 +339,14 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %q: demand tags: %w", row.ID, err)
 	}
-	return &orchestrator.Run{
+	var usage *orchestrator.Usage
+	if len(row.Usage) > 0 && string(row.Usage) != "null" {
+		usage = new(orchestrator.Usage)
+		if err := json.Unmarshal(row.Usage, usage); err != nil {
+			return nil, fmt.Errorf("run %q: usage: %w", row.ID, err)
+		}
+	}
+	r := &orchestrator.Run{
 		ID:         row.ID,
 		SessionID:  row.SessionID,
 		AgentName:  row.AgentName,
@@ -342,13 +370,49 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RunnerID:        row.RunnerID,
 		Parked:          row.Parked,
 		Error:           row.Error,
+		Usage:           usage,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),
 		StopSentAt:      utcPtr(row.StopSentAt),
 		CreatedAt:       utc(row.CreatedAt),
 		ClaimedAt:       utcPtr(row.ClaimedAt),
 		StartedAt:       utcPtr(row.StartedAt),
 		EndedAt:         utcPtr(row.EndedAt),
-	}, nil
+		ConcurrencyKey:  row.ConcurrencyKey,
+		AgentLimit:      int(row.AgentLimit),
+		KeyLimit:        int(row.KeyLimit),
+	}
+	if row.Priority > 1 {
+		r.Priority = int(row.Priority) // 1, the default, reads back as 0
+	}
+	if row.RunAt.After(row.CreatedAt) {
+		at := utc(row.RunAt)
+		r.RunAt = &at
+	}
+	return r, nil
+}
+
+// normPriority maps the zero priority to the default, 1.
+func normPriority(p int) int {
+	if p <= 0 {
+		return 1
+	}
+	return p
+}
+
+// runAt is when the run becomes claimable: RunAt when it is later than the creation, else the creation.
+func runAt(r *orchestrator.Run) time.Time {
+	if r.RunAt != nil && r.RunAt.After(r.CreatedAt) {
+		return utc(*r.RunAt)
+	}
+	return utc(r.CreatedAt)
+}
+
+// keyLimit is the run's limit per concurrency key: at least 1 when it carries a key, none otherwise.
+func keyLimit(r *orchestrator.Run) int {
+	if r.ConcurrencyKey == "" {
+		return 0
+	}
+	return max(r.KeyLimit, 1)
 }
 
 type eventRow struct {
@@ -483,4 +547,16 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := utc(*t)
 	return &u
+}
+
+// marshalUsage encodes a run's usage for its usage column; nil stays NULL.
+func marshalUsage(u *orchestrator.Usage) (json.RawMessage, error) {
+	if u == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return nil, fmt.Errorf("run usage: %w", err)
+	}
+	return b, nil
 }

@@ -28,9 +28,9 @@ func (s *Store) CreateRun(ctx context.Context, r *orchestrator.Run) error {
 				return wrap(err, "run tags", r.ID)
 			}
 		}
-		return nil
+		return s.createSlots(ctx, row)
 	}
-	if len(tags) == 0 {
+	if len(tags) == 0 && !row.limited() {
 		return insert(ctx, s) // one statement: no transaction needed
 	}
 	return s.tx(ctx, insert)
@@ -122,7 +122,7 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 	q := runUpdate(id, from, runnerID, u)
 	var b orchestrator.RunBrief
 	err := q.runInto(ctx, s, runBriefColumns,
-		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL)
+		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited)
 	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,8 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 }
 
 // runBriefColumns are the columns of an [orchestrator.RunBrief], in the order of its fields.
-var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url"}
+var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url",
+	"(agent_limit > 0 OR concurrency_key <> '')"}
 
 // runUpdate is the guarded update of UpdateRun.
 func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) guardedUpdate {
@@ -152,6 +153,11 @@ func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orch
 	}
 	if u.EndedAt != nil {
 		q.set("ended_at", formatTime(*u.EndedAt))
+	}
+	if u.Usage != nil {
+		if b, err := marshalUsage(u.Usage); err == nil {
+			q.set("usage", string(b))
+		}
 	}
 	q.whereEq("id", id)
 	statuses := make([]string, len(from))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -21,11 +23,12 @@ func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) err
 }
 
 // CreateSessionWithRun implements [orchestrator.Store]. On PostgreSQL a run without demanded tags is one
-// statement (the session's INSERT in a WITH clause of the run's), a single round trip where a
+// statement (the session's INSERT in a WITH clause of the run's; a run under a concurrency limit takes the transaction, which
+// also makes its run_slots rows), a single round trip where a
 // transaction of two INSERTs takes four (BEGIN, the INSERTs, COMMIT). On SQLite the transaction's
 // statements run in-process and it shares its commit with concurrent ones anyway.
 func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run) error {
-	if !s.pg || len(r.Demands.Tags) > 0 {
+	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" {
 		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 			if err := tx.CreateSession(ctx, se); err != nil {
 				return err
@@ -46,6 +49,53 @@ func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Sessi
 		return s.createGrouped(ctx, it)
 	}
 	return s.createOne(ctx, it)
+}
+
+// CreateSessionWithRunOnce implements [orchestrator.Store]. On PostgreSQL a run without demanded tags or
+// limits is one statement, as in CreateSessionWithRun, with the key's INSERT in a WITH clause too: a
+// taken key fails the whole statement (a concurrent one with the same key waits for the first to commit,
+// then fails), so nothing is created.
+func (s *Store) CreateSessionWithRunOnce(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run, k *orchestrator.IdempotencyKey) error {
+	krow := &idempotencyKeyRow{ID: k.Key, RequestHash: k.RequestHash, RunID: r.ID, SessionID: se.ID, CreatedAt: utc(k.CreatedAt)}
+	if krow.CreatedAt.IsZero() {
+		krow.CreatedAt = utc(r.CreatedAt)
+	}
+	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" {
+		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
+			if err := wrap(tx.insert(ctx, krow), "idempotency key", k.Key); err != nil {
+				return err
+			}
+			return tx.CreateSessionWithRun(ctx, se, r)
+		})
+	}
+	srow, err := sessionToRow(se)
+	if err != nil {
+		return err
+	}
+	rrow, _, err := runToRow(r)
+	if err != nil {
+		return err
+	}
+	insert := func() error {
+		var args []any
+		for _, row := range []any{krow, srow, rrow} {
+			a, err := s.insertArgs(row)
+			if err != nil {
+				return err
+			}
+			args = append(args, a...)
+		}
+		query := "WITH new_key AS (" + s.insertQuery(reflect.TypeFor[idempotencyKeyRow](), 1) + ")," +
+			" new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
+			s.insertQuery(reflect.TypeFor[runRow](), 1)
+		stmt, err := s.prepared(ctx, query)
+		if err != nil {
+			return err
+		}
+		_, err = stmt.ExecContext(ctx, args...)
+		return err
+	}
+	return wrap(insert(), fmt.Sprintf("idempotency key %q, session %q with run", k.Key, se.ID), r.ID)
 }
 
 // GetSession returns the session with the id.

@@ -145,7 +145,7 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("migration files: %v %v", files, err)
 	}
-	if want := len(files) + 2; n != want { // the SQL files and the Go migrations parkedRuns and runnerSecretHash
+	if want := len(files) + 3; n != want { // the SQL files and the Go migrations parkedRuns, runnerSecretHash and submissionControl
 		t.Fatalf("%d migrations recorded, want %d (one per migration)", n, want)
 	}
 }

@@ -129,36 +129,24 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 
 	// Claiming from a backlog one run at a time against ten at a time: the cost is reported per claimed
 	// run (ns/run), so the two compare directly. The backlog is refilled outside the timer.
-	for _, per := range []int{1, 10} {
-		b.Run(fmt.Sprintf("ClaimBacklog%dPerClaim", per), func(b *testing.B) {
-			s := newStore(b)
-			runner := newRunner("lnch_bench")
-			const backlog = 1000
-			filled, claimed := 0, 0
-			var elapsed time.Duration
-			for b.Loop() {
-				if claimed == filled {
-					b.StopTimer()
-					start := filled
-					fill(b, s, backlog, func(i int) *orchestrator.Run {
-						r := newRun(fmt.Sprintf("run_%08d", start+i), "ses_bench", at(start+i))
-						r.AgentType = orchestrator.AgentTypeDeterministic
-						r.Demands = orchestrator.Demands{RunnerID: runner.ID}
-						return r
-					})
-					filled += backlog
-					b.StartTimer()
-				}
-				t := time.Now()
-				runs, err := s.ClaimRuns(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: per})
-				elapsed += time.Since(t)
-				if err != nil || len(runs) != per {
-					b.Fatalf("ClaimRuns = %d runs, %v; want %d", len(runs), err, per)
-				}
-				claimed += per
-			}
-			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(claimed), "ns/run")
-		})
+	//
+	// The Priorities and Limits variants claim backlogs whose runs carry priorities 1 to 4, or an agent
+	// limit and one of ten concurrency keys, both too high to hold a run back: what the claim pays for
+	// ordering by priority and for checking limits, against the plain backlog.
+	variants := []struct {
+		name string
+		edit func(r *orchestrator.Run, i int)
+	}{
+		{"", func(*orchestrator.Run, int) {}},
+		{"Priorities", func(r *orchestrator.Run, i int) { r.Priority = 1 + i%4 }},
+		{"Limits", func(r *orchestrator.Run, i int) {
+			r.AgentLimit, r.ConcurrencyKey, r.KeyLimit = 1<<40, fmt.Sprint("key-", i%10), 1<<40
+		}},
+	}
+	for _, v := range variants {
+		for _, per := range []int{1, 10} {
+			benchClaimBacklog(b, newStore, fill, per, v.name, v.edit)
+		}
 	}
 
 	b.Run("AppendEvent", func(b *testing.B) {
@@ -173,5 +161,41 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// benchClaimBacklog claims from a backlog of pinned runs, per runs a claim, each run edited by edit.
+func benchClaimBacklog(b *testing.B, newStore func(tb testing.TB) orchestrator.Store, fill func(*testing.B, orchestrator.Store, int, func(int) *orchestrator.Run),
+	per int, variant string, edit func(r *orchestrator.Run, i int),
+) {
+	b.Run(fmt.Sprintf("ClaimBacklog%dPerClaim%s", per, variant), func(b *testing.B) {
+		s := newStore(b)
+		runner := newRunner("lnch_bench")
+		const backlog = 1000
+		filled, claimed := 0, 0
+		var elapsed time.Duration
+		for b.Loop() {
+			if claimed == filled {
+				b.StopTimer()
+				start := filled
+				fill(b, s, backlog, func(i int) *orchestrator.Run {
+					r := newRun(fmt.Sprintf("run_%08d", start+i), "ses_bench", at(start+i))
+					r.AgentType = orchestrator.AgentTypeDeterministic
+					r.Demands = orchestrator.Demands{RunnerID: runner.ID}
+					edit(r, start+i)
+					return r
+				})
+				filled += backlog
+				b.StartTimer()
+			}
+			t := time.Now()
+			runs, err := s.ClaimRuns(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: per})
+			elapsed += time.Since(t)
+			if err != nil || len(runs) != per {
+				b.Fatalf("ClaimRuns = %d runs, %v; want %d", len(runs), err, per)
+			}
+			claimed += per
+		}
+		b.ReportMetric(float64(elapsed.Nanoseconds())/float64(claimed), "ns/run")
 	})
 }

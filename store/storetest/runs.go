@@ -160,10 +160,12 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		r.StopRequestedAt = ptr(at(2))
 		equal(t, "UpdateRun stop request", got, r)
 
+		usage := &orchestrator.Usage{InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421,
+			Models: map[string]*orchestrator.ModelUsage{"claude-sonnet-4-5": {InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421}}}
 		got, err = s.UpdateRun(ctx(t), "run_a", runStatusesBefore(orchestrator.RunFailed), "lnch_a",
-			orchestrator.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z")})
+			orchestrator.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z"), Usage: usage})
 		must(t, "UpdateRun running→failed", err)
-		r.Status, r.Error, r.EndedAt, r.RunnerID = orchestrator.RunFailed, "lost", ptr(at(3)), "lnch_z"
+		r.Status, r.Error, r.EndedAt, r.RunnerID, r.Usage = orchestrator.RunFailed, "lost", ptr(at(3)), "lnch_z", usage
 		equal(t, "UpdateRun running→failed", got, r)
 		stored, _ := s.GetRun(ctx(t), "run_a")
 		equal(t, "stored after UpdateRun", stored, r)

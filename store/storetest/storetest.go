@@ -56,6 +56,8 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Briefs", testBriefs},
 		{"BatchCreate", testBatchCreate},
 		{"ConcurrentCreations", testConcurrentCreations},
+		{"Submission", testSubmission},
+		{"Schedules", testSchedules},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ const agents = () => import('./agents.js');
 const sessions = () => import('./sessions.js');
 const session = () => import('./session.js');
 const runners = () => import('./runners.js');
+const schedules = () => import('./schedules.js');
 
 const routes = [
   [/^$/, () => sessions().then((m) => m.sessionsPage), 'sessions'],
@@ -16,6 +17,7 @@ const routes = [
   [/^agents$/, () => agents().then((m) => m.agentsPage), 'agents'],
   [/^agents\/([^/]+)$/, () => agents().then((m) => m.agentPage), 'agents'],
   [/^runners$/, () => runners().then((m) => m.runnersPage), 'runners'],
+  [/^schedules$/, () => schedules().then((m) => m.schedulesPage), 'schedules'],
 ];
 
 const main = document.getElementById('main');

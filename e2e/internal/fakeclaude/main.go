@@ -5,8 +5,10 @@
 //
 // It takes the CLI's command line (-p, --output-format stream-json, --verbose, --resume <id>,
 // --mcp-config <file>, …; flags it does not know are ignored), reads the prompt on stdin, and prints
-// stream-json lines in Claude Code's format on stdout: a system init line with its session id, assistant
-// messages (text and tool_use blocks), user messages with tool_result blocks, and one final result line.
+// stream-json lines in Claude Code's format on stdout: a system init line with its session id and the
+// status of each server of --mcp-config, assistant messages (text and tool_use blocks), user messages
+// with tool_result blocks, and one final result line with its usage (usage, modelUsage, total_cost_usd)
+// and permission_denials.
 //
 // A new session (no --resume) gets a fresh UUID as its session id and follows the <inputs> block of its
 // prompt (the executor renders the run's parameters other than the prompt there):
@@ -17,6 +19,10 @@
 //	child_parameters  the child's parameters
 //	wait_child        wait for the child to end (get_agent_session_result, wait_seconds) before answering
 //	fail              end with an error result (subtype error_during_execution) and exit status 1
+//	mcp_status        {"server": "status"}: the status the init line reports for a server of --mcp-config
+//	                  (default connected; "drop" leaves it out, as Claude Code does with an entry it
+//	                  cannot use)
+//	deny_tools        tool names the result line reports in permission_denials
 //	post_event        before its first line, post a progress event with this message to the run's session
 //	                  through the gateway ($AGENT_ORCHESTRATOR_API_URL, $AGENT_ORCHESTRATOR_TOKEN), as a
 //	                  tool or hook of a real session may do
@@ -41,6 +47,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -76,11 +83,13 @@ type ToolCall struct {
 
 // inputs is what a new session reads from its prompt's <inputs> block.
 type inputs struct {
-	ChildAgent      string          `json:"child_agent"`
-	ChildParameters json.RawMessage `json:"child_parameters"`
-	WaitChild       bool            `json:"wait_child"`
-	Fail            bool            `json:"fail"`
-	PostEvent       string          `json:"post_event"`
+	ChildAgent      string            `json:"child_agent"`
+	ChildParameters json.RawMessage   `json:"child_parameters"`
+	WaitChild       bool              `json:"wait_child"`
+	Fail            bool              `json:"fail"`
+	PostEvent       string            `json:"post_event"`
+	MCPStatus       map[string]string `json:"mcp_status"`
+	DenyTools       []string          `json:"deny_tools"`
 }
 
 var (
@@ -104,8 +113,9 @@ func main() {
 
 // stream prints stream-json lines, each with the session id.
 type stream struct {
-	sid string
-	enc *json.Encoder
+	sid     string
+	enc     *json.Encoder
+	denials []any
 }
 
 func (s *stream) line(v map[string]any) {
@@ -129,9 +139,17 @@ func (s *stream) toolResult(id string, c ToolCall) {
 }
 
 func (s *stream) result(answer string, turns int) {
+	denials := s.denials
+	if denials == nil {
+		denials = []any{}
+	}
 	s.line(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 120,
-		"duration_api_ms": 100, "num_turns": turns, "result": answer, "total_cost_usd": 0.0012, "usage": map[string]any{},
-		"permission_denials": []any{}, "uuid": uuid()})
+		"duration_api_ms": 100, "num_turns": turns, "result": answer, "total_cost_usd": 0.0012,
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 300,
+			"cache_creation_input_tokens": 40, "server_tool_use": map[string]any{"web_search_requests": 0}, "service_tier": "standard"},
+		"modelUsage": map[string]any{"fake": map[string]any{"inputTokens": 10, "outputTokens": 20, "cacheReadInputTokens": 300,
+			"cacheCreationInputTokens": 40, "webSearchRequests": 0, "costUSD": 0.0012, "contextWindow": 200000}},
+		"permission_denials": denials, "uuid": uuid()})
 }
 
 func (s *stream) failure(msg string, turns int) {
@@ -181,9 +199,30 @@ func run(inv *Invocation) int {
 		}
 	}
 	wd, _ := os.Getwd()
-	var servers []any
+	servers := []any{}
 	if len(inv.MCPConfig) > 0 {
-		servers = append(servers, map[string]any{"name": "orchestrator", "status": "connected"})
+		var cfg struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		_ = json.Unmarshal(inv.MCPConfig, &cfg)
+		names := make([]string, 0, len(cfg.MCPServers))
+		for name := range cfg.MCPServers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			st := in.MCPStatus[name]
+			switch st {
+			case "drop":
+				continue
+			case "":
+				st = "connected"
+			}
+			servers = append(servers, map[string]any{"name": name, "status": st})
+		}
+	}
+	for _, tool := range in.DenyTools {
+		out.denials = append(out.denials, map[string]any{"tool_name": tool, "tool_use_id": "toolu_" + uuid()[:12], "tool_input": map[string]any{"command": "rm -rf /"}})
 	}
 	out.line(map[string]any{"type": "system", "subtype": "init", "cwd": wd, "tools": []string{"Bash", "Read", "mcp__orchestrator__start_agent_session"},
 		"mcp_servers": servers, "model": "fake", "permissionMode": "default", "apiKeySource": "none", "uuid": uuid()})

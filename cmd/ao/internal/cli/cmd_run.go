@@ -25,7 +25,26 @@ type runFlags struct {
 	prompt          string
 	async           bool
 	stopOnInterrupt bool
-	jsonl           string
+	// Submission control (ao run only).
+	priority       int
+	delay          time.Duration
+	runAt          string
+	idempotencyKey string
+	concurrencyKey string
+	jsonl          string
+}
+
+// submission fills p's submission control fields from the flags.
+func (f *runFlags) submission(p *orchestrator.StartRunParams) error {
+	p.Priority, p.Delay, p.IdempotencyKey, p.ConcurrencyKey = f.priority, f.delay, f.idempotencyKey, f.concurrencyKey
+	if f.runAt != "" {
+		t, err := time.Parse(time.RFC3339, f.runAt)
+		if err != nil {
+			return usageErrorf("--run-at takes an RFC 3339 time such as 2026-01-02T15:04:05Z, not %q", f.runAt)
+		}
+		p.RunAt = &t
+	}
+	return nil
 }
 
 func (e *env) runCommand() *cobra.Command {
@@ -60,6 +79,7 @@ It does not follow them: it prints one session id per line, in the order of the 
   ao run web-crawler -p url=https://example.com -p patterns='*.html,/docs/*'
   ao run file-stats --params '{"path": "."}' --json | jq .result.result_data
   ao run reviewer --prompt "review the last commit" --async
+  ao run web-crawler -p url=https://example.com --delay 10m --priority 3 --idempotency-key nightly-2026-01-02
   ao run web-crawler --jsonl urls.jsonl > sessions.txt`,
 		Args: args(1, "one agent name"),
 		RunE: func(c *cobra.Command, a []string) error {
@@ -74,6 +94,11 @@ It does not follow them: it prints one session id per line, in the order of the 
 	fl.BoolVar(&f.async, "async", false, "start the run and print its session id without following it")
 	fl.BoolVar(&f.stopOnInterrupt, "stop-on-interrupt", false, "on Ctrl-C, stop the session without asking")
 	fl.StringVar(&f.jsonl, "jsonl", "", "start one session per line of this JSON Lines file of parameters (- for stdin), without following them")
+	fl.IntVar(&f.priority, "priority", 0, "1 (the highest, the default) to 4: claims take higher priorities first")
+	fl.DurationVar(&f.delay, "delay", 0, "start the run no sooner than this from now (30s, 1h)")
+	fl.StringVar(&f.runAt, "run-at", "", "start the run no sooner than this RFC 3339 time")
+	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a key that makes repeating this command return the first run instead of starting another")
+	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", "count the run under the agent's max_concurrent_per_key with its other runs of this key")
 	_ = c.RegisterFlagCompletionFunc("param", e.completeParam)
 	return c
 }
@@ -147,7 +172,11 @@ func (e *env) run(ctx context.Context, agent string, f runFlags) error {
 		return err
 	}
 	begin := time.Now()
-	res, err := coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: agent, Parameters: params, Prompt: f.prompt})
+	p := orchestrator.StartRunParams{AgentName: agent, Parameters: params, Prompt: f.prompt}
+	if err := f.submission(&p); err != nil {
+		return err
+	}
+	res, err := coord.StartRun(ctx, p)
 	if err != nil {
 		return err
 	}

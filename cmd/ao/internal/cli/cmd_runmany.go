@@ -26,8 +26,8 @@ type jsonlRun struct {
 // runMany is ao run --jsonl: every line is checked and typed first, then the sessions are started in
 // batches (each all or none), and their ids printed in the order of the file.
 func (e *env) runMany(ctx context.Context, agent string, f runFlags) error {
-	if f.params != "" || f.async || f.stopOnInterrupt {
-		return usageErrorf("--jsonl takes each run's parameters from its lines, and does not follow them: drop --params, --async and --stop-on-interrupt")
+	if f.params != "" || f.async || f.stopOnInterrupt || f.idempotencyKey != "" {
+		return usageErrorf("--jsonl takes each run's parameters from its lines, does not follow them, and starts each batch all or none: drop --params, --async, --stop-on-interrupt and --idempotency-key")
 	}
 	var r io.Reader = e.app.Stdin
 	if f.jsonl != "-" {
@@ -68,6 +68,9 @@ func (e *env) runMany(ctx context.Context, agent string, f runFlags) error {
 		ps := make([]orchestrator.StartRunParams, len(chunk))
 		for i, run := range chunk {
 			ps[i] = orchestrator.StartRunParams{AgentName: agent, Parameters: run.params, Prompt: f.prompt}
+			if err := f.submission(&ps[i]); err != nil {
+				return err
+			}
 		}
 		res, err := bs.StartRuns(ctx, ps)
 		if err != nil {
