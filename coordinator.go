@@ -71,6 +71,15 @@ type BatchReporter interface {
 	ReportRuns(ctx context.Context, reports []RunReport) []error
 }
 
+// BatchStarter is a Coordinator that starts several runs in one call (a fan-out): one request, one store
+// transaction, all or none. The in-process coordinator and the HTTP client implement it.
+type BatchStarter interface {
+	// StartRuns validates every item as StartRun would and, when all are valid, starts them all; else it
+	// starts none and returns an ErrInvalid error (code invalid_runs) listing each invalid item's index
+	// and error in its "items" detail. Items start new sessions, in async modes.
+	StartRuns(ctx context.Context, ps []StartRunParams) ([]*StartRunResult, error)
+}
+
 // ListAgentsParams filters the agent list.
 type ListAgentsParams struct {
 	Type AgentType

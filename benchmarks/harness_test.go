@@ -77,7 +77,7 @@ func startRunner(tb testing.TB, url string, maxConc int, blueprints ...*orchestr
 	gw := gateway.New(c, gateway.Config{})
 	r, err := runner.New(runner.Config{
 		Coordinator: c, Executor: deterministic.New(deterministic.Config{StopGrace: time.Second}), Gateway: gw,
-		Blueprints: blueprints, MaxConcurrent: maxConc, Hostname: "bench", ProjectDir: tb.TempDir(),
+		Blueprints: blueprints, MaxConcurrent: maxConc, MaxPendingReports: envInt("BENCH_PENDING_REPORTS", 0), Hostname: "bench", ProjectDir: tb.TempDir(),
 	})
 	if err != nil {
 		tb.Fatal(err)

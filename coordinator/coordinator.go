@@ -178,6 +178,7 @@ type Coordinator struct {
 
 var (
 	_ orchestrator.Coordinator   = (*Coordinator)(nil)
+	_ orchestrator.BatchStarter  = (*Coordinator)(nil)
 	_ orchestrator.BatchReporter = (*Coordinator)(nil)
 	_ orchestrator.WriteChecker  = (*Coordinator)(nil)
 )

@@ -682,7 +682,9 @@ func TestRunnerGoesOffline(t *testing.T) {
 func TestConcurrentPollersNeverShareARun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newCoordinator(t, coordinator.Config{})
+	// No redelivery: on a machine slow enough that the claims outlast RedeliverAfter, the pollers would be
+	// handed their own claimed runs again, forever.
+	c := newCoordinator(t, coordinator.Config{RedeliverAfter: time.Hour})
 	createAgent(t, c, "researcher")
 	var ids []string
 	for i := range 4 {

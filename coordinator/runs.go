@@ -28,24 +28,7 @@ import (
 // schema; a resumed session keeps its first run's demands and is pinned to the runner of its last run,
 // whose host holds the executor's conversation state.
 func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
-	if err := legacyResume(&p); err != nil {
-		return nil, err
-	}
-	if p.Mode == "" {
-		p.Mode = orchestrator.ModeAsyncPoll
-	}
-	if !p.Mode.Valid() {
-		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
-			"mode must be sync, async_poll or async_callback (how you learn the outcome), not %q; start or resume is the type field", p.Mode)
-	}
-	if p.Type == "" {
-		p.Type = orchestrator.RunTypeStart
-	}
-	params, err := c.promptSugar(p)
-	if err != nil {
-		return nil, err
-	}
-	env, err := c.checkRunInputs(&p)
+	params, env, err := c.runInputs(&p)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +102,34 @@ func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams,
 		res.Result, res.Error = s.Result, s.Error
 	}
 	return res, nil
+}
+
+// runInputs fills p's defaults (mode async_poll, type start; the legacy resume mode read as a type) and
+// checks what a request may carry whatever its agent. It returns the parameters (prompt sugar applied)
+// and metadata.env.
+func (c *Coordinator) runInputs(p *orchestrator.StartRunParams) (json.RawMessage, map[string]string, error) {
+	if err := legacyResume(p); err != nil {
+		return nil, nil, err
+	}
+	if p.Mode == "" {
+		p.Mode = orchestrator.ModeAsyncPoll
+	}
+	if !p.Mode.Valid() {
+		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+			"mode must be sync, async_poll or async_callback (how you learn the outcome), not %q; start or resume is the type field", p.Mode)
+	}
+	if p.Type == "" {
+		p.Type = orchestrator.RunTypeStart
+	}
+	params, err := c.promptSugar(*p)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := c.checkRunInputs(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return params, env, nil
 }
 
 // legacyResume reads the legacy "mode": "resume" — what early API examples sent for a resume — as
@@ -218,29 +229,45 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
 	due time.Time, key *orchestrator.IdempotencyKey, fx *effects,
 ) (*orchestrator.Run, error) {
+	s, run, err := c.newSession(ctx, p, params, env, due)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.createSession(ctx, key, s, run); err != nil {
+		return nil, err
+	}
+	fx.wakeFor(run)
+	return run, nil
+}
+
+// newSession checks a start request against its agent and returns the session and first run it creates,
+// not yet stored.
+func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
+	due time.Time,
+) (*orchestrator.Session, *orchestrator.Run, error) {
 	if p.AgentName == "" {
-		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
+		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
 	}
 	if p.SessionID != "" {
-		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
+		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
 	}
 	agent, err := c.startAgent(ctx, p.AgentName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b := agent.Blueprint // shared with the agent cache: read only
 	if b.Disabled {
-		return nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
+		return nil, nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
 	}
 	if err := b.CheckRunEnv(env); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.checkParent(ctx, p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	normalized, err := c.validateParameters(agent.Name, b.EffectiveParametersSchema(), params)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	demands := orchestrator.Demands{}
 	if b.Demands != nil {
@@ -251,7 +278,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 		demands.RunnerID = agent.RunnerID
 	}
 	if demands, err = mergeRequestDemands(demands, p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	outputSchema := p.OutputSchema
 	if len(outputSchema) == 0 {
@@ -292,11 +319,7 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 	submit(run, &p, due, b)
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
-	if err := c.createSession(ctx, key, s, run); err != nil {
-		return nil, err
-	}
-	fx.wakeFor(run)
-	return run, nil
+	return s, run, nil
 }
 
 // checkParent enforces the callback rules: a parent must exist, and only an AI session can be resumed with

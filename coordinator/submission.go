@@ -114,6 +114,9 @@ var errKeyTaken = errors.New("idempotency key taken")
 // createSession creates the session and its first run, with the idempotency key when there is one, in
 // one write of the store.
 func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
+	if c.metrics != nil {
+		defer c.timeStore(opStartRun, time.Now())
+	}
 	if key == nil {
 		return c.createSessionWithRun(ctx, s, run) // a schedule's firing writes its tick in the same transaction
 	}

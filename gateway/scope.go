@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,7 +81,10 @@ type scoped struct {
 	inner orchestrator.Coordinator
 }
 
-var _ orchestrator.Coordinator = (*scoped)(nil)
+var (
+	_ orchestrator.Coordinator  = (*scoped)(nil)
+	_ orchestrator.BatchStarter = (*scoped)(nil)
+)
 
 // child reports whether id is a session the grant's run started: one started through this gateway, or
 // one whose parent is the run's session (started through the coordinator's MCP server with the session's
@@ -170,6 +174,39 @@ func (s *scoped) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*
 		return nil, err
 	}
 	gr.addChild(res.SessionID)
+	return res, nil
+}
+
+// StartRuns starts a fan-out of children of the grant's session, as StartRun starts one, when the
+// runner's Coordinator takes batches.
+func (s *scoped) StartRuns(ctx context.Context, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
+	gr, err := grantFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bs, ok := s.inner.(orchestrator.BatchStarter)
+	if !ok {
+		return nil, unavailable("starting several runs at once")
+	}
+	ps = slices.Clone(ps)
+	for i := range ps {
+		p := &ps[i]
+		if p.CallbackURL != "" {
+			return nil, unavailable("callback_url")
+		}
+		if p.ParentSessionID != "" && p.ParentSessionID != gr.sessionID {
+			return nil, orchestrator.Errorf(orchestrator.ErrForbidden, "parent_out_of_scope",
+				"sessions started through the gateway are children of session %s, not %s", gr.sessionID, p.ParentSessionID)
+		}
+		p.ParentSessionID = gr.sessionID
+	}
+	res, err := up(bs.StartRuns(ctx, ps))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res {
+		gr.addChild(r.SessionID)
+	}
 	return res, nil
 }
 

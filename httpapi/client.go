@@ -111,6 +111,7 @@ type Client struct {
 
 var (
 	_ orchestrator.Coordinator   = (*Client)(nil)
+	_ orchestrator.BatchStarter  = (*Client)(nil)
 	_ orchestrator.BatchReporter = (*Client)(nil)
 )
 
@@ -489,6 +490,28 @@ func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*
 		}
 	}
 	return &out, nil
+}
+
+// StartRuns starts a fan-out in one request (POST /runs with {"runs": [...]}): all the runs, or none and
+// an ErrInvalid error (code invalid_runs) whose "items" detail lists each invalid run's index and error.
+// More runs than the server's Config.MaxBatchRuns, or a body past its Config.MaxBatchBytes, is
+// ErrTooLarge; the client does not split a batch, which would give up all or none.
+func (c *Client) StartRuns(ctx context.Context, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
+	body := runBatch{Runs: make([]runRequest, len(ps))}
+	for i, p := range ps {
+		body.Runs[i] = runRequest{StartRunParams: p}
+		if p.Delay > 0 {
+			body.Runs[i].Delay = p.Delay.String()
+		}
+	}
+	var out runBatchResult
+	if _, err := c.do(ctx, call{method: "POST", path: "/runs", body: body, unsafe: true}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Runs) != len(ps) {
+		return nil, fmt.Errorf("httpapi: the coordinator answered %d runs for %d", len(out.Runs), len(ps))
+	}
+	return out.Runs, nil
 }
 
 // GetRun implements [orchestrator.Coordinator].

@@ -73,6 +73,11 @@ func decodeBody(r *http.Request, v any, strict bool) error {
 	if err != nil {
 		return err
 	}
+	return decodeObject(data, v, strict)
+}
+
+// decodeObject decodes data, which must be a JSON object, into v with [decodeJSON].
+func decodeObject(data []byte, v any, strict bool) error {
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
 		if err := decodeJSON(data, new(any), false); err != nil {
 			return err // say what is wrong with the JSON first

@@ -36,6 +36,12 @@ type Config struct {
 	// MaxBodyBytes. A runner is told at registration the largest result, as JSON, it may send
 	// (orchestrator.Registration.MaxResultBytes): the coordinator's limit, and within this one.
 	MaxReportBytes int64
+	// MaxBatchRuns bounds the runs of one fan-out (POST /runs with {"runs": [...]}); more is 413
+	// too_many_runs. Default [DefaultMaxBatchRuns].
+	MaxBatchRuns int
+	// MaxBatchBytes bounds the body of a fan-out; a larger one is 413. A single run's body stays bounded
+	// by MaxBodyBytes. Default 32 MiB; never below MaxBodyBytes.
+	MaxBatchBytes int64
 	// MaxWait caps the wait parameter of long-polling requests (GET /sessions/{id}/result?wait=, GET
 	// /runner/runs?wait=, POST /runs?wait=, GET /sessions/{id}/events?wait=); a larger one is 400. It is
 	// also the wait of a sync POST /runs that names none. Default 5m; keep [ClientConfig.MaxWait] equal.
@@ -70,6 +76,12 @@ type Config struct {
 // DefaultMaxBodyBytes is the default of [Config.MaxBodyBytes].
 const DefaultMaxBodyBytes = 2 << 20
 
+// DefaultMaxBatchRuns is the default of [Config.MaxBatchRuns].
+const DefaultMaxBatchRuns = 1000
+
+// defaultMaxBatchBytes is the default of [Config.MaxBatchBytes].
+const defaultMaxBatchBytes = 32 << 20
+
 // reportEnvelopeBytes is the room a report needs beside its result: ids, status, an error message.
 const reportEnvelopeBytes = 1 << 20
 
@@ -102,6 +114,13 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.MaxBatchRuns <= 0 {
+		c.MaxBatchRuns = DefaultMaxBatchRuns
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = defaultMaxBatchBytes
+	}
+	c.MaxBatchBytes = max(c.MaxBatchBytes, c.MaxBodyBytes)
 	if c.MaxWait <= 0 {
 		c.MaxWait = DefaultMaxWait
 	}
@@ -220,6 +239,9 @@ func (s *server) wrap(rd routeDef) http.Handler {
 	limit := s.cfg.MaxBodyBytes
 	if resultRoutes[rd.String()] {
 		limit = s.cfg.MaxReportBytes
+	}
+	if rd.String() == "POST /runs" { // a fan-out; startRun holds a single run to MaxBodyBytes
+		limit = s.cfg.MaxBatchBytes
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rd.Public && s.cfg.Authenticator != nil {

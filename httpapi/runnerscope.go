@@ -26,6 +26,7 @@ type runnerScoped struct {
 var (
 	_ orchestrator.Coordinator   = (*runnerScoped)(nil)
 	_ orchestrator.BatchReporter = (*runnerScoped)(nil)
+	_ orchestrator.BatchStarter  = (*runnerScoped)(nil)
 )
 
 // maxScopeDepth bounds the walk up a session's ancestors when looking for one in a runner's scope.
@@ -164,6 +165,35 @@ func (s *runnerScoped) StartRun(ctx context.Context, p orchestrator.StartRunPara
 		}
 	}
 	return s.inner.StartRun(ctx, p)
+}
+
+// StartRuns applies StartRun's scope checks to each run of a fan-out; the first refusal refuses the
+// whole batch.
+func (s *runnerScoped) StartRuns(ctx context.Context, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
+	bs, ok := s.inner.(orchestrator.BatchStarter)
+	if !ok {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "batch_unavailable", "this coordinator starts runs one at a time")
+	}
+	if b := boundRunner(ctx); b != "" {
+		checked := map[string]bool{}
+		for _, p := range ps {
+			if p.CallbackURL != "" {
+				return nil, runnerForbidden("set a callback_url")
+			}
+			if p.ParentSessionID == "" {
+				return nil, orchestrator.Errorf(orchestrator.ErrForbidden, "parent_session_required",
+					"a runner starts only children of its runs' sessions: parent_session_id is required")
+			}
+			if checked[p.ParentSessionID] {
+				continue
+			}
+			if err := s.inScope(ctx, b, p.ParentSessionID); err != nil {
+				return nil, err
+			}
+			checked[p.ParentSessionID] = true
+		}
+	}
+	return bs.StartRuns(ctx, ps)
 }
 
 // GetRun: a run of a session outside the runner's scope is answered as an unknown run is.

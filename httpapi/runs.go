@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
@@ -17,9 +19,23 @@ import (
 // An Idempotency-Key header (or the idempotency_key field; both must then agree) makes the request safe
 // to retry: a repeat of the request answers 200 with the first answer instead of 201 with a new run, and a
 // different request with the same key is refused with 422 idempotency_key_reused.
+//
+// A body {"runs": [...]} is a fan-out instead: see [server.startRuns].
 func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if batch, err := batchBody(data); err != nil {
+		return err
+	} else if batch != nil {
+		return s.startRuns(w, r, batch)
+	}
+	if int64(len(data)) > s.cfg.MaxBodyBytes {
+		return orchestrator.Errorf(orchestrator.ErrTooLarge, "body_too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
+	}
 	var body runRequest
-	if err := decodeBody(r, &body, false); err != nil {
+	if err := decodeObject(data, &body, false); err != nil {
 		return err
 	}
 	p, err := body.params()
@@ -65,6 +81,66 @@ func (s *server) startRun(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, res)
+	return nil
+}
+
+// runBatch is the body of a fan-out: POST /runs with {"runs": [...]}, and its answer.
+type runBatch struct {
+	Runs []runRequest `json:"runs"`
+}
+
+type runBatchResult struct {
+	Runs []*orchestrator.StartRunResult `json:"runs"`
+}
+
+// batchBody returns the runs of a fan-out body, or nil when data is not one (it has no "runs" key).
+func batchBody(data []byte) ([]orchestrator.StartRunParams, error) {
+	var probe struct {
+		Runs json.RawMessage `json:"runs"`
+	}
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &probe) != nil || probe.Runs == nil {
+		return nil, nil // not a batch: the single run's decoding says what is wrong
+	}
+	var b runBatch
+	if err := decodeObject(data, &b, false); err != nil {
+		return nil, err
+	}
+	if b.Runs == nil {
+		return nil, badBody("runs must be an array of runs")
+	}
+	ps := make([]orchestrator.StartRunParams, len(b.Runs))
+	for i := range b.Runs {
+		var err error
+		if ps[i], err = b.Runs[i].params(); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// startRuns serves a fan-out: every run is validated first; when any is invalid nothing is created and
+// the answer is 400 invalid_runs, listing each invalid run's index and error; else all are created in
+// one transaction and the answer is 201 with their run and session ids, in order. A batch does not wait
+// (no ?wait=, no sync mode); X-Agent-Session-Id is the parent of each run that names none.
+func (s *server) startRuns(w http.ResponseWriter, r *http.Request, runs []orchestrator.StartRunParams) error {
+	if len(runs) > s.cfg.MaxBatchRuns {
+		return orchestrator.Errorf(orchestrator.ErrTooLarge, "too_many_runs", "a batch holds at most %d runs, not %d", s.cfg.MaxBatchRuns, len(runs))
+	}
+	if r.URL.Query().Has("wait") {
+		return badQuery("a batch does not wait: wait on each session instead")
+	}
+	if parent := r.Header.Get(HeaderSessionID); parent != "" {
+		for i := range runs {
+			if runs[i].ParentSessionID == "" && runs[i].Type != orchestrator.RunTypeResume && runs[i].Mode != "resume" {
+				runs[i].ParentSessionID = parent
+			}
+		}
+	}
+	res, err := s.coord.(orchestrator.BatchStarter).StartRuns(r.Context(), runs) // runnerScoped is one
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, runBatchResult{Runs: res})
 	return nil
 }
 

@@ -12,6 +12,8 @@
 //	get_agent_schema         {agent_name}                              {name, type, description, parameters_schema, output_schema}
 //	start_agent_session      {agent_name, parameters?, prompt?, mode?, project_dir?, output_schema?}
 //	                         sync → {session_id, run_id, status, result?, error?}; async → {session_id, run_id, status}
+//	start_agent_sessions     {sessions: [{agent_name, parameters?, prompt?, project_dir?, output_schema?}], mode?}
+//	                         async only, all or none → {sessions: [{session_id, run_id, status}]}
 //	resume_agent_session     {session_id, prompt, mode?}               as start_agent_session
 //	get_agent_session_status {session_id}                              the session's status and basic fields
 //	get_agent_session_result {session_id, wait_seconds?}               {session_id, status, result?, error?}

@@ -17,7 +17,7 @@ import (
 
 var allTools = []string{
 	"get_agent_schema", "get_agent_session_result", "get_agent_session_status", "list_agent_blueprints",
-	"list_agent_sessions", "list_schedules", "resume_agent_session", "start_agent_session", "stop_agent_session",
+	"list_agent_sessions", "list_schedules", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
 }
 
 // exerciseTools runs every tool through cs, a client session to a server over f's coordinator, whatever
@@ -144,6 +144,41 @@ func exerciseTools(t *testing.T, f *fixture, cs *mcp.ClientSession) {
 		if out.Status != orchestrator.SessionCompleted || out.Result == nil || string(out.Result.ResultData) != `{"sum":5}` ||
 			out.Result.ExitCode == nil || *out.Result.ExitCode != 0 || out.Result.ResultType == "" || out.SessionID == "" {
 			t.Fatalf("corrected start = %+v (result %+v)", out, out.Result)
+		}
+	})
+
+	t.Run("start_agent_sessions", func(t *testing.T) {
+		out := ok[mcpserver.RunsOutput](t, call(t, cs, "start_agent_sessions", map[string]any{"sessions": []any{
+			map[string]any{"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 2}},
+			map[string]any{"agent_name": "echo-agent", "prompt": "fan"},
+		}}))
+		if len(out.Sessions) != 2 || !strings.Contains(out.Note, "get_agent_session_result") {
+			t.Fatalf("start_agent_sessions = %+v", out)
+		}
+		for i, want := range []string{`{"sum":3}`, "echo: fan"} {
+			res := ok[mcpserver.RunOutput](t, call(t, cs, "get_agent_session_result", map[string]any{
+				"session_id": out.Sessions[i].SessionID, "wait_seconds": 30}))
+			if res.Status != orchestrator.SessionCompleted || res.Result == nil ||
+				(string(res.Result.ResultData) != want && res.Result.ResultText != want) {
+				t.Errorf("session %d: %+v (result %+v), want %s", i, res, res.Result, want)
+			}
+		}
+		e := failed(t, call(t, cs, "start_agent_sessions", map[string]any{"sessions": []any{
+			map[string]any{"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 2}},
+			map[string]any{"agent_name": "add", "parameters": map[string]any{"a": "one", "b": 2}},
+		}}))
+		var items struct {
+			Items []struct {
+				Index int    `json:"index"`
+				Error string `json:"error"`
+			} `json:"items"`
+		}
+		_ = json.Unmarshal([]byte(e.Raw), &items)
+		if e.Error != "invalid_runs" || len(items.Items) != 1 || items.Items[0].Index != 1 || items.Items[0].Error != "parameter_validation_failed" {
+			t.Errorf("a batch with an invalid session: %s", e.Raw)
+		}
+		if res := call(t, cs, "start_agent_sessions", map[string]any{"sessions": []any{}}); !res.IsError {
+			t.Errorf("an empty batch: %s", text(res))
 		}
 	})
 

@@ -102,7 +102,8 @@ func (c Config) withDefaults() Config {
 const DefaultInstructions = `This server starts and tracks agents: AI agents (driven by a prompt, resumable) and deterministic programs (typed parameters, structured output), all invoked the same way.
 1. list_agent_blueprints shows the agents with their type and parameters_schema.
 2. start_agent_session(agent_name, parameters) runs one; build parameters from its parameters_schema (AI agents without one take {"prompt": "..."}). Invalid parameters come back with every error and the schema: fix them and call again.
-3. sync mode returns the result; async_poll returns a session_id to follow with get_agent_session_result; async_callback resumes you with the result when the agent ends.`
+3. sync mode returns the result; async_poll returns a session_id to follow with get_agent_session_result; async_callback resumes you with the result when the agent ends.
+4. start_agent_sessions starts many at once (async, all or none).`
 
 // server holds what every tool handler needs.
 type server struct {

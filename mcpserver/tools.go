@@ -50,6 +50,22 @@ type StartAgentSessionInput struct {
 	ConcurrencyKey string `json:"concurrency_key,omitempty" jsonschema:"counts the run under the agent's max_concurrent_per_key with its other runs carrying this key"`
 }
 
+// StartAgentSessionsInput is the input of start_agent_sessions.
+type StartAgentSessionsInput struct {
+	Sessions []StartAgentSessionsItem `json:"sessions" jsonschema:"the sessions to start, each an agent with its parameters"`
+	Mode     string                   `json:"mode,omitempty" jsonschema:"async_poll returns the session_ids at once (follow them with get_agent_session_result); async_callback resumes your own session with each result as its agent ends"`
+}
+
+// StartAgentSessionsItem is one session of start_agent_sessions.
+type StartAgentSessionsItem struct {
+	AgentName  string          `json:"agent_name" jsonschema:"name of the agent to invoke, as listed by list_agent_blueprints"`
+	Parameters json.RawMessage `json:"parameters,omitempty" jsonschema:"input object matching the agent's parameters_schema"`
+	Prompt     string          `json:"prompt,omitempty" jsonschema:"shorthand for parameters {\"prompt\": ...}; give either prompt or parameters, not both"`
+	ProjectDir string          `json:"project_dir,omitempty" jsonschema:"working directory the agent should run in"`
+	// OutputSchema is the JSON Schema the result_data must match.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty" jsonschema:"JSON Schema the agent's result_data must match"`
+}
+
 // ResumeAgentSessionInput is the input of resume_agent_session.
 type ResumeAgentSessionInput struct {
 	SessionID string `json:"session_id" jsonschema:"the AI agent session to continue"`
@@ -123,6 +139,12 @@ type RunOutput struct {
 	Error string `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
 	// Note tells the model what to do next when the answer is not final.
 	Note string `json:"note,omitempty" jsonschema:"what to do next, when the answer is not final"`
+}
+
+// RunsOutput is the answer of start_agent_sessions: the sessions started, in the order asked.
+type RunsOutput struct {
+	Sessions []RunOutput `json:"sessions"`
+	Note     string      `json:"note,omitempty" jsonschema:"what to do next"`
 }
 
 // SessionOutput is a session's status and basic fields (get_agent_session_status, stop_agent_session,
@@ -257,6 +279,31 @@ Cancelling a sync call stops the session it started.`,
 		p["mode"].Enum = modes
 		p["mode"].Default = json.RawMessage(`"sync"`)
 	}, completeOutput, s.startAgentSession)
+
+	addTool(s, srv, &mcp.Tool{
+		Name:  "start_agent_sessions",
+		Title: "Start several agents",
+		Description: fmt.Sprintf(`Start several agent sessions at once (fan-out): up to %d, all or none, without waiting for them.
+
+Args:
+    sessions: [{agent_name, parameters or prompt, project_dir, output_schema}] — each as start_agent_session takes them.
+    mode: async_poll (default) or async_callback.
+          async_poll returns {sessions: [{session_id, run_id, status}]} at once, in the order asked: follow each with get_agent_session_result (wait_seconds waits for the end).
+          async_callback returns at once too; your own session is resumed with each result as its agent ends (only when you are yourself an orchestrated agent session).
+
+Every session is validated before any starts: if one is invalid, none starts, and the error lists each invalid session by its index in sessions with its own error (validation_errors for parameters that do not match the schema): correct them and call again.`, maxStartSessions),
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: boolPtr(true), DestructiveHint: boolPtr(false)},
+	}, func(p map[string]*jsonschema.Schema) {
+		p["sessions"].Type, p["sessions"].Types = "array", nil
+		p["sessions"].MinItems = jsonschema.Ptr(1)
+		p["sessions"].MaxItems = jsonschema.Ptr(maxStartSessions)
+		item := p["sessions"].Items.Properties
+		item["agent_name"].MinLength = jsonschema.Ptr(1)
+		item["parameters"].Type = "object"
+		item["output_schema"].Type = "object"
+		p["mode"].Enum = modes[1:]
+		p["mode"].Default = json.RawMessage(`"async_poll"`)
+	}, completeOutput, s.startAgentSessions)
 
 	addTool(s, srv, &mcp.Tool{
 		Name:  "resume_agent_session",
@@ -466,6 +513,59 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p 
 		out.Note = "Started. Call get_agent_session_result with this session_id (and wait_seconds) to get the result."
 	case p.Mode == orchestrator.ModeAsyncCallback:
 		out.Note = "Started. Your session will be resumed with the result when the agent ends; no need to poll."
+	}
+	return out, nil
+}
+
+// maxStartSessions bounds start_agent_sessions: the HTTP API's default batch limit.
+const maxStartSessions = 1000
+
+func (s *server) startAgentSessions(ctx context.Context, req *mcp.CallToolRequest, in StartAgentSessionsInput) (RunsOutput, error) {
+	c := s.caller(req)
+	if c.demandsErr != nil {
+		return RunsOutput{}, c.demandsErr
+	}
+	mode := orchestrator.Mode(in.Mode)
+	if mode == "" {
+		mode = orchestrator.ModeAsyncPoll
+	}
+	if mode == orchestrator.ModeAsyncCallback && c.sessionID == "" {
+		return RunsOutput{}, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+			"mode async_callback resumes the calling session with the results, but this call names no calling session "+
+				"(the %s header, or the server's configured session id); use mode async_poll", HeaderSessionID)
+	}
+	bs, ok := s.coord.(orchestrator.BatchStarter)
+	if !ok {
+		return RunsOutput{}, orchestrator.Errorf(orchestrator.ErrInvalid, "batch_unavailable",
+			"this coordinator starts sessions one at a time: call start_agent_session for each")
+	}
+	ps := make([]orchestrator.StartRunParams, len(in.Sessions))
+	for i, it := range in.Sessions {
+		ps[i] = orchestrator.StartRunParams{
+			AgentName:       it.AgentName,
+			Parameters:      nullToEmpty(it.Parameters),
+			Prompt:          it.Prompt,
+			Mode:            mode,
+			Type:            orchestrator.RunTypeStart,
+			ParentSessionID: c.sessionID,
+			ProjectDir:      it.ProjectDir,
+			Demands:         c.demands,
+			OutputSchema:    nullToEmpty(it.OutputSchema),
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	res, err := bs.StartRuns(sctx, ps)
+	cancel()
+	if err != nil {
+		return RunsOutput{}, err
+	}
+	out := RunsOutput{Sessions: make([]RunOutput, len(res))}
+	for i, r := range res {
+		out.Sessions[i] = RunOutput{SessionID: r.SessionID, RunID: r.RunID, Status: r.Status}
+	}
+	out.Note = "Started. Call get_agent_session_result with each session_id (and wait_seconds) to get its result."
+	if mode == orchestrator.ModeAsyncCallback {
+		out.Note = "Started. Your session will be resumed with each result as its agent ends; no need to poll."
 	}
 	return out, nil
 }

@@ -56,8 +56,14 @@ type Config struct {
 	// AcceptsAgents overrides whether the runner takes AI agent runs (default: only when it announces no
 	// blueprints).
 	AcceptsAgents *bool
-	// MaxConcurrent is how many runs execute at once. Default 4.
+	// MaxConcurrent is how many runs execute at once: a slot is a run whose executor has not returned (a
+	// running process). Default 4.
 	MaxConcurrent int
+	// MaxPendingReports is how many ended runs may wait for their final report to be recorded without
+	// holding a slot. Past it, each further run waiting on its report holds its slot, so a slow coordinator
+	// slows the runner down instead of piling up results. Default MaxConcurrent; negative: none (a slot is
+	// held until the run's report is recorded).
+	MaxPendingReports int
 
 	// ShutdownGrace is how long runs in progress may go on after the runner's context ends; then they are
 	// stopped. Default 30s.
@@ -133,7 +139,10 @@ type Runner struct {
 
 	mu       sync.Mutex
 	runnerID string
-	active   map[string]*activeRun // by run id
+	active   map[string]*activeRun // by run id, from its claim until its final report is recorded
+	// reporting counts the runs of active whose execution ended (reporting is set): up to
+	// MaxPendingReports of them hold no slot.
+	reporting int
 	// recent holds the runs this runner finished in the last recentFor, recentOrder their ids oldest first:
 	// a poll answer built while one of them was still claimed may hand it out again (a redelivery), and it
 	// must not run twice.
@@ -163,6 +172,8 @@ type activeRun struct {
 	why string
 	// abandoned runs are not reported: the coordinator already ended them.
 	abandoned bool
+	// reporting is set once the executor returned: the run waits on its final report.
+	reporting bool
 }
 
 // New checks cfg and returns a runner. Call [Runner.Run] to start it.
@@ -199,6 +210,10 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = 4
 	}
+	if cfg.MaxPendingReports == 0 {
+		cfg.MaxPendingReports = cfg.MaxConcurrent
+	}
+	cfg.MaxPendingReports = max(cfg.MaxPendingReports, 0)
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
@@ -309,7 +324,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		}
 		r.mu.Lock()
-		free := r.cfg.MaxConcurrent - len(r.active)
+		free := r.cfg.MaxConcurrent - r.slotsInUse()
 		pollCtx, cancel := context.WithCancel(ctx)
 		r.cancelPoll, r.pollIsStops = cancel, free == 0
 		id, gen := r.runnerID, r.gen
@@ -483,8 +498,29 @@ func (r *Runner) start(runsCtx context.Context, asg *orchestrator.Assignment) {
 	}()
 }
 
+// slotsInUse is how many slots the active runs hold: those executing, and those waiting on their report
+// beyond MaxPendingReports. r.mu is held.
+func (r *Runner) slotsInUse() int {
+	return len(r.active) - min(r.reporting, r.cfg.MaxPendingReports)
+}
+
+// executed records that a run's executor returned: the run waits on its final report, and its slot is
+// free unless MaxPendingReports runs wait already.
+func (r *Runner) executed(ar *activeRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ar.reporting = true
+	r.reporting++
+	if r.reporting <= r.cfg.MaxPendingReports && r.pollIsStops && r.cancelPoll != nil {
+		r.cancelPoll() // a slot is free: poll again, this time for runs
+	}
+}
+
 func (r *Runner) finished(runID string) {
 	r.mu.Lock()
+	if ar := r.active[runID]; ar != nil && ar.reporting {
+		r.reporting--
+	}
 	delete(r.active, runID)
 	r.slotsBusy(len(r.active))
 	now := time.Now()
@@ -642,6 +678,7 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 		}
 	}
 	close(execDone)
+	r.executed(ar)
 	<-started
 	r.mu.Lock()
 	why, abandoned := ar.why, ar.abandoned

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -30,7 +31,7 @@ import (
 //	ORCHESTRATOR_TEST_POSTGRES_URL=… go test -run '^$' -bench . -benchtime 5000x ./e2e/scaleout/
 //
 // BENCH_PRODUCERS (default 64) sets the client goroutines creating runs, BENCH_CONCURRENCY (default 128)
-// the runner's MaxConcurrent; BENCH_NOTIFIER=0 leaves the PostgreSQL coordinator without its Notifier (a
+// the runner's MaxConcurrent (BenchmarkEmbeddedBatch has its own defaults); BENCH_NOTIFIER=0 leaves the PostgreSQL coordinator without its Notifier (a
 // lone coordinator needs none); BENCH_TOKENS=1 turns authentication on for BenchmarkHTTPPath. The
 // PostgreSQL variants are skipped without ORCHESTRATOR_TEST_POSTGRES_URL.
 //
@@ -110,6 +111,21 @@ func BenchmarkEmbeddedPathIdempotent(b *testing.B) {
 			store := st.open(b)
 			coord := newBenchCoordinator(b, store)
 			benchPath(b, true, coord, coord)
+		})
+	}
+}
+
+// BenchmarkEmbeddedBatch is BenchmarkEmbeddedPath with the runs created in batches: each producer calls
+// StartRuns with BENCH_BATCH runs (default 1,000), and the runner takes BENCH_CONCURRENCY runs at once
+// (default 1,000 here). BENCH_PRODUCERS defaults to 4.
+func BenchmarkEmbeddedBatch(b *testing.B) {
+	for _, st := range benchStores() {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			coord := newBenchCoordinator(b, store)
+			benchRuns(b, coord, coord, coord, benchShape{
+				producers: envInt("BENCH_PRODUCERS", 4), concurrency: envInt("BENCH_CONCURRENCY", 1000), batch: envInt("BENCH_BATCH", 1000),
+			})
 		})
 	}
 }
@@ -209,15 +225,29 @@ func newBenchCoordinator(b *testing.B, store *sqlstore.Store) *coordinator.Coord
 // producerSide, and completion is watched on local (the in-process coordinator; default: producerSide).
 // keyed gives each StartRun an idempotency key of its own.
 func benchPath(b *testing.B, keyed bool, runnerSide, producerSide orchestrator.Coordinator, local ...*coordinator.Coordinator) {
-	ctx := context.Background()
 	watch, _ := producerSide.(*coordinator.Coordinator)
 	if len(local) > 0 {
 		watch = local[0]
 	}
+	benchRuns(b, runnerSide, producerSide, watch, benchShape{
+		producers: envInt("BENCH_PRODUCERS", 64), concurrency: envInt("BENCH_CONCURRENCY", 128), batch: 1, keyed: keyed,
+	})
+}
+
+// benchShape is the load of a benchmark: producers creating runs, batch at a time (1: StartRun), and the
+// runner's MaxConcurrent.
+type benchShape struct {
+	producers, concurrency, batch int
+	keyed                         bool // each StartRun carries an idempotency key of its own
+}
+
+// benchRuns runs b.N runs in the given shape; completion is watched on watch.
+func benchRuns(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, watch *coordinator.Coordinator, shape benchShape) {
+	ctx := context.Background()
 	funcs := noopExecutor()
 	worker, err := runner.New(runner.Config{
 		Coordinator: runnerSide, Executor: funcs, Blueprints: funcs.Blueprints(),
-		MaxConcurrent: envInt("BENCH_CONCURRENCY", 128), TracerProvider: benchRunnerTracer,
+		MaxConcurrent: shape.concurrency, TracerProvider: benchRunnerTracer,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -228,7 +258,7 @@ func benchPath(b *testing.B, keyed bool, runnerSide, producerSide orchestrator.C
 	defer func() { stop(); <-done }()
 	<-worker.Registered()
 
-	producers := envInt("BENCH_PRODUCERS", 64)
+	producers := shape.producers
 	ids := make([]string, b.N)
 	var qc *queryCounter
 	if st, ok := watch.Store().(*sqlstore.Store); ok {
@@ -242,11 +272,26 @@ func benchPath(b *testing.B, keyed bool, runnerSide, producerSide orchestrator.C
 	b.ResetTimer()
 	began := time.Now()
 	var wg sync.WaitGroup
+	params := orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`)}
 	for p := range producers {
 		wg.Go(func() {
+			if shape.batch > 1 {
+				bs := producerSide.(orchestrator.BatchStarter)
+				for start := p * shape.batch; start < b.N; start += producers * shape.batch {
+					res, err := bs.StartRuns(ctx, slices.Repeat([]orchestrator.StartRunParams{params}, min(shape.batch, b.N-start)))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for k, r := range res {
+						ids[start+k] = r.SessionID
+					}
+				}
+				return
+			}
 			for i := p; i < b.N; i += producers {
-				p := orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`)}
-				if keyed {
+				p := params
+				if shape.keyed {
 					p.IdempotencyKey = fmt.Sprintf("bench-%d-%d", began.UnixNano(), i)
 				}
 				res, err := producerSide.StartRun(ctx, p)

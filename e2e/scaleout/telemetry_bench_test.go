@@ -82,7 +82,7 @@ func BenchmarkHTTPPathTelemetry(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchPath(b, runnerClient, producerClient, coord)
+			benchPath(b, false, runnerClient, producerClient, coord)
 		})
 	}
 }

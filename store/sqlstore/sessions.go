@@ -44,25 +44,11 @@ func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Sessi
 	if err != nil {
 		return err
 	}
-	insert := func() error {
-		sessionArgs, err := s.insertArgs(srow)
-		if err != nil {
-			return err
-		}
-		runArgs, err := s.insertArgs(rrow)
-		if err != nil {
-			return err
-		}
-		query := "WITH new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
-			s.insertQuery(reflect.TypeFor[runRow](), 1)
-		stmt, err := s.prepared(ctx, query)
-		if err != nil {
-			return err
-		}
-		_, err = stmt.ExecContext(ctx, append(sessionArgs, runArgs...)...)
-		return err
+	it := createItem{sessionID: se.ID, runID: r.ID, srow: srow, rrow: rrow}
+	if s.creates != nil {
+		return s.createGrouped(ctx, it)
 	}
-	return wrap(insert(), fmt.Sprintf("session %q with run", se.ID), r.ID)
+	return s.createOne(ctx, it)
 }
 
 // CreateSessionWithRunOnce implements [orchestrator.Store]. On PostgreSQL a run without demanded tags or

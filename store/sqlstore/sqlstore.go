@@ -56,6 +56,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -66,6 +67,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/batch"
 )
 
 // Config configures a [Store]. The zero value is ready to use.
@@ -105,6 +107,10 @@ type Store struct {
 	batch *batcher
 	// check is the latest write check's outcome ([Store.CheckWrite]); nil in transactions.
 	check *writeCheck
+	// creates groups the creations of concurrent callers on PostgreSQL (group_create.go); nil on SQLite
+	// and in transactions. creating counts its sender, which Close waits for.
+	creates  *batch.Queue[createItem]
+	creating *sync.WaitGroup
 }
 
 var (
@@ -155,7 +161,8 @@ func openPostgres(ctx context.Context, dsn string, cfg *Config) (*Store, error) 
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db := bun.NewDB(sqldb, pgdialect.New(), bun.WithDiscardUnknownColumns())
 	s := &Store{w: db, r: db, pg: true, dbW: db, log: logger(cfg), stmts: newStmtCache()}
-	s.close = func() error { return errors.Join(s.stmts.close(), db.Close()) }
+	s.creates, s.creating = s.newCreateGroup()
+	s.close = func() error { s.creating.Wait(); return errors.Join(s.stmts.close(), db.Close()) }
 	return s.start(ctx, cfg)
 }
 

@@ -54,6 +54,8 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Times", testTimes},
 		{"Retention", testRetention},
 		{"Briefs", testBriefs},
+		{"BatchCreate", testBatchCreate},
+		{"ConcurrentCreations", testConcurrentCreations},
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
 	}

@@ -51,6 +51,7 @@ const added = await call('start_agent_session', { agent_name: 'add', parameters:
 const echo = await call('start_agent_session', { agent_name: 'echo-agent', prompt: 'hello' }, 'start_echo');
 const echoID = echo?.structuredContent?.session_id;
 await call('resume_agent_session', { session_id: echoID, prompt: 'again' });
+await call('start_agent_sessions', { sessions: [{ agent_name: 'add', parameters: { a: 1, b: 1 } }, { agent_name: 'echo-agent', prompt: 'fan' }] });
 const addID = added?.structuredContent?.session_id;
 await call('get_agent_session_status', { session_id: addID });
 await call('get_agent_session_result', { session_id: addID, wait_seconds: 5 });

@@ -31,6 +31,7 @@ type runFlags struct {
 	runAt          string
 	idempotencyKey string
 	concurrencyKey string
+	jsonl          string
 }
 
 // submission fills p's submission control fields from the flags.
@@ -67,12 +68,19 @@ failed otherwise or was stopped; 2 when the parameters were refused (each error 
 after Ctrl-C. With --async, 0 once the session is queued.
 
 Ctrl-C on a terminal asks whether to stop the session; --stop-on-interrupt stops it without asking.
-Otherwise (piped) Ctrl-C leaves it running and says how to follow or stop it.`,
+Otherwise (piped) Ctrl-C leaves it running and says how to follow or stop it.
+
+--jsonl FILE (- for stdin) starts one session per line instead, each line a JSON object of parameters
+(-p values and --prompt are set on each), in batches of up to 1,000 sessions per request: a batch starts
+all its sessions or none, and a refused batch names each refused line with its errors (exit status 2).
+It does not follow them: it prints one session id per line, in the order of the file (with --json, one
+{"line", "session_id", "run_id", "status"} object per line).`,
 		Example: `  ao run web-crawler -p url=https://example.com -p depth=1
   ao run web-crawler -p url=https://example.com -p patterns='*.html,/docs/*'
   ao run file-stats --params '{"path": "."}' --json | jq .result.result_data
   ao run reviewer --prompt "review the last commit" --async
-  ao run web-crawler -p url=https://example.com --delay 10m --priority 3 --idempotency-key nightly-2026-01-02`,
+  ao run web-crawler -p url=https://example.com --delay 10m --priority 3 --idempotency-key nightly-2026-01-02
+  ao run web-crawler --jsonl urls.jsonl > sessions.txt`,
 		Args: args(1, "one agent name"),
 		RunE: func(c *cobra.Command, a []string) error {
 			return e.run(c.Context(), a[0], f)
@@ -85,6 +93,7 @@ Otherwise (piped) Ctrl-C leaves it running and says how to follow or stop it.`,
 	fl.StringVar(&f.prompt, "prompt", "", "the prompt (AI agents)")
 	fl.BoolVar(&f.async, "async", false, "start the run and print its session id without following it")
 	fl.BoolVar(&f.stopOnInterrupt, "stop-on-interrupt", false, "on Ctrl-C, stop the session without asking")
+	fl.StringVar(&f.jsonl, "jsonl", "", "start one session per line of this JSON Lines file of parameters (- for stdin), without following them")
 	fl.IntVar(&f.priority, "priority", 0, "1 (the highest, the default) to 4: claims take higher priorities first")
 	fl.DurationVar(&f.delay, "delay", 0, "start the run no sooner than this from now (30s, 1h)")
 	fl.StringVar(&f.runAt, "run-at", "", "start the run no sooner than this RFC 3339 time")
@@ -139,6 +148,9 @@ func (e *env) readParams(v string) ([]byte, error) {
 }
 
 func (e *env) run(ctx context.Context, agent string, f runFlags) error {
+	if f.jsonl != "" {
+		return e.runMany(ctx, agent, f)
+	}
 	coord, err := e.connect()
 	if err != nil {
 		return err

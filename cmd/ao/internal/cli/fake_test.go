@@ -36,6 +36,9 @@ type fakeCoord struct {
 	startErr error
 	stops    []string
 	started  []orchestrator.StartRunParams
+	// batchErr is what StartRuns returns instead, when set; batches records the size of each call.
+	batchErr error
+	batches  []int
 }
 
 func newFake() *fakeCoord {
@@ -297,4 +300,24 @@ func decodeJSONDoc(t *testing.T, out []byte, v any) {
 func interrupts() (func() (<-chan os.Signal, func()), chan os.Signal) {
 	ch := make(chan os.Signal, 2)
 	return func() (<-chan os.Signal, func()) { return ch, func() {} }, ch
+}
+
+// StartRuns starts each run as StartRun does, or returns batchErr when it is set (nothing started).
+func (f *fakeCoord) StartRuns(ctx context.Context, ps []orchestrator.StartRunParams) ([]*orchestrator.StartRunResult, error) {
+	f.mu.Lock()
+	err := f.batchErr
+	f.batches = append(f.batches, len(ps))
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*orchestrator.StartRunResult, len(ps))
+	for i, p := range ps {
+		res, err := f.StartRun(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
 }

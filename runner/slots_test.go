@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+)
+
+// slowReports is a coordinator with endless work whose final reports wait until the test lets them go:
+// one at a time (one) or all (all, closed).
+type slowReports struct {
+	orchestrator.Coordinator // nil: the runner calls nothing else
+	one, all                 chan struct{}
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every change
+	handed   int           // runs handed out
+	blocked  int           // reports waiting
+	reported int
+	pollMax  int // Max of the poll in flight; -1 when none
+}
+
+func (c *slowReports) note(f func()) {
+	c.mu.Lock()
+	f()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// waitUntil waits until cond, read under the lock, holds.
+func (c *slowReports) waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		ok, changed := cond(), c.changed
+		c.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			t.Fatalf("%s: still not so after 30s (handed %d, blocked %d, reported %d, poll max %d)", what, c.handed, c.blocked, c.reported, c.pollMax)
+		}
+	}
+}
+
+func (c *slowReports) RegisterRunner(context.Context, *orchestrator.RunnerRegistration) (*orchestrator.Registration, error) {
+	return &orchestrator.Registration{RunnerID: "lnch_test", HeartbeatIntervalSeconds: 60, PollTimeoutSeconds: 60}, nil
+}
+
+func (c *slowReports) Heartbeat(context.Context, string) error        { return nil }
+func (c *slowReports) DeregisterRunner(context.Context, string) error { return nil }
+
+func (c *slowReports) PollWork(ctx context.Context, p orchestrator.PollParams) (*orchestrator.Work, error) {
+	if p.Max > 0 {
+		var w orchestrator.Work
+		c.note(func() {
+			for range p.Max {
+				id := fmt.Sprintf("run_%d", c.handed)
+				c.handed++
+				w.Runs = append(w.Runs, &orchestrator.Assignment{BlueprintName: "noop",
+					Run: &orchestrator.Run{ID: id, SessionID: "ses_" + id, AgentName: "noop", AgentType: orchestrator.AgentTypeDeterministic}})
+			}
+		})
+		return &w, nil
+	}
+	c.note(func() { c.pollMax = p.Max })
+	<-ctx.Done()
+	c.note(func() { c.pollMax = -1 })
+	return nil, ctx.Err()
+}
+
+func (c *slowReports) ReportRun(ctx context.Context, rep orchestrator.RunReport) error {
+	c.note(func() { c.blocked++ })
+	select {
+	case <-c.one:
+	case <-c.all:
+	case <-ctx.Done():
+	}
+	c.note(func() { c.blocked--; c.reported++ })
+	return nil
+}
+
+// TestSlotIsARunningProcess: a run whose execution ended frees its slot while its report is on its way,
+// up to MaxPendingReports such runs; past them a slow coordinator holds the slots, and the runner polls
+// for stops only until a report is recorded.
+func TestSlotIsARunningProcess(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pending, wantHeld int
+	}{
+		{pending: 0, wantHeld: 4}, // default: MaxConcurrent reports may wait
+		{pending: 1, wantHeld: 3},
+		{pending: -1, wantHeld: 2}, // none: a slot is held until the report is recorded
+	} {
+		t.Run(fmt.Sprintf("pending=%d", tc.pending), func(t *testing.T) {
+			t.Parallel()
+			co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
+			bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
+			r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
+				Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 2, MaxPendingReports: tc.pending, MaxReportBatch: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			defer func() {
+				close(co.all)
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+
+			// Every run handed out ends at once and waits on its report. Once as many wait as the slots and
+			// the pending reports hold, the runner asks for stops only.
+			co.waitUntil(t, "runs waiting on their reports, the runner polling for stops only", func() bool {
+				return co.blocked == co.handed && co.handed >= tc.wantHeld && co.pollMax == 0
+			})
+			co.mu.Lock()
+			handed := co.handed
+			co.mu.Unlock()
+			if handed != tc.wantHeld {
+				t.Fatalf("%d runs executed while their reports waited, want %d (2 slots, %d pending reports)", handed, tc.wantHeld, tc.pending)
+			}
+			// One report recorded frees one slot: one more run is taken.
+			co.one <- struct{}{}
+			co.waitUntil(t, "one more run taken after one report", func() bool {
+				return co.handed == handed+1 && co.blocked == handed && co.pollMax == 0
+			})
+		})
+	}
+}
