@@ -42,6 +42,9 @@ type Run struct {
 	KeyLimit   int `json:"key_limit,omitempty"`
 	// RunnerID is the runner that claimed the run.
 	RunnerID string `json:"runner_id,omitempty"`
+	// TraceParent is the W3C traceparent of the span that created the run: its claim, execution and report
+	// continue that trace, and the executed process gets it as TRACEPARENT.
+	TraceParent string `json:"traceparent,omitempty"`
 	// Error says why the run failed or stopped.
 	Error string `json:"error,omitempty"`
 	// Usage is the tokens and cost the run consumed, from the result its runner reported (AI agents whose

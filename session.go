@@ -37,6 +37,9 @@ type Session struct {
 	Result *Result `json:"result,omitempty"`
 	// Error says why the session failed or stopped.
 	Error string `json:"error,omitempty"`
+	// TraceID is the W3C trace id of the trace the session's first run belongs to (32 hex digits), empty
+	// when it was started without trace context and tracing is off.
+	TraceID string `json:"trace_id,omitempty"`
 	// LastEventSeq is the sequence number of the newest event.
 	LastEventSeq int64      `json:"last_event_seq"`
 	CreatedAt    time.Time  `json:"created_at"`

@@ -174,7 +174,8 @@ type BriefUpdater interface {
 }
 
 // RunBrief is the part of a run that a coordinator needs after it changed the run: which session it
-// belongs to, what it runs, how its caller is told of its end, and its holder and status after the change.
+// belongs to, what it runs, how its caller is told of its end, its holder and status after the change, and
+// what its metrics and trace need (when it was created, the trace it belongs to).
 type RunBrief struct {
 	ID          string
 	SessionID   string
@@ -185,7 +186,9 @@ type RunBrief struct {
 	RunnerID    string
 	CallbackURL string
 	// Limited is set when the run counts against a concurrency limit: its end frees a slot.
-	Limited bool
+	Limited     bool
+	TraceParent string
+	CreatedAt   time.Time
 }
 
 // Brief returns the run's brief.
@@ -193,7 +196,7 @@ func (r *Run) Brief() *RunBrief {
 	return &RunBrief{
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
-		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "",
+		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "", TraceParent: r.TraceParent, CreatedAt: r.CreatedAt,
 	}
 }
 

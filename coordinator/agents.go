@@ -98,7 +98,7 @@ func (c *Coordinator) UpdateAgent(ctx context.Context, name string, b *orchestra
 		return nil, err
 	}
 	var out *orchestrator.Agent
-	err = c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err = c.inTx(ctx, opAgents, func(ctx context.Context, tx orchestrator.Store) error {
 		a, err := lookup(tx.GetAgent(ctx, name)).as("agent", name)
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func (c *Coordinator) UpdateAgent(ctx context.Context, name string, b *orchestra
 // DeleteAgent removes a registry agent. Sessions it already started are not affected.
 func (c *Coordinator) DeleteAgent(ctx context.Context, name string) error {
 	defer c.agentsChanged() // after the commit (or the failure: clearing is always safe)
-	return c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	return c.inTx(ctx, opAgents, func(ctx context.Context, tx orchestrator.Store) error {
 		a, err := lookup(tx.GetAgent(ctx, name)).as("agent", name)
 		if err != nil {
 			return err
@@ -177,7 +177,7 @@ func (c *Coordinator) PutAgents(ctx context.Context, blueprints []*orchestrator.
 		checked = append(checked, nb)
 	}
 	defer c.agentsChanged()
-	return c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	return c.inTx(ctx, opAgents, func(ctx context.Context, tx orchestrator.Store) error {
 		now := c.now()
 		for _, b := range checked {
 			a, err := tx.GetAgent(ctx, b.Name)

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 )
 
@@ -56,6 +60,10 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Stor
 		mode = orchestrator.ModeAsyncCallback
 	}
 	run := c.newResumeRun(parent, params, mode, demands, nil)
+	ctx, span := c.tracer.Start(ctx, spanCallback, trace.WithAttributes(attrAgent.String(parent.AgentName),
+		attrSession.String(parent.ID), attrRun.String(run.ID), attribute.Int("orchestrator.callbacks", len(pending))))
+	defer span.End()
+	run.TraceParent = traces.Format(ctx)
 	if err := c.queueResume(ctx, tx, parent, run); err != nil {
 		return err
 	}
@@ -74,6 +82,7 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Stor
 		return err
 	}
 	fx.changed = append(fx.changed, parent.ID)
+	fx.callbacksDelivered += len(pending)
 	fx.wakeFor(run)
 	return nil
 }

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/egress"
 	"github.com/agentorchestrator/orchestrator/internal/ttlcache"
@@ -98,6 +101,16 @@ type Config struct {
 	// Limits bound inputs; zero fields take the defaults of [orchestrator.DefaultLimits].
 	Limits orchestrator.Limits
 
+	// Metrics receives the coordinator's measurements (prommetrics.New fits). Default: none.
+	Metrics Metrics
+	// TracerProvider records the spans of runs: creation, claim, report and callback delivery, in the
+	// trace of the W3C traceparent the request that created the run carried (POST /runs, an MCP call, a
+	// process's call through a runner's gateway), or a new one. Each run keeps its trace context
+	// (Run.TraceParent) for the runner, and a session its trace id. Default: OpenTelemetry's global
+	// provider, which records nothing until a program installs one; trace context passes through either
+	// way.
+	TracerProvider trace.TracerProvider
+
 	// Now is the coordinator's clock. Every time it records comes from it — in UTC, truncated to
 	// microseconds, so that every store keeps it as it is — and so does every threshold it measures
 	// records against: runner liveness (StaleAfter, OfflineAfter), NoMatchTimeout, ParkAfter, StopResend,
@@ -152,6 +165,9 @@ type Coordinator struct {
 	noMatchPages, parkPages sweepPages
 	// secrets caches the runners' secret hashes for VerifyRunnerSecret.
 	secrets *ttlcache.Cache[[sha256.Size]byte]
+	// metrics is Config.Metrics; nil measures nothing.
+	metrics Metrics
+	tracer  trace.Tracer
 	// due wakes parked polls when a delayed run becomes due.
 	due dueTimer
 
@@ -232,6 +248,8 @@ func New(cfg Config) (*Coordinator, error) {
 		webhookKick:  make(chan struct{}, 1),
 		webhookSlots: make(chan struct{}, cfg.WebhookConcurrency),
 		egress:       egressPolicy,
+		metrics:      cfg.Metrics,
+		tracer:       traces.Tracer(cfg.TracerProvider, tracerName),
 	}
 	if cfg.AgentCacheTTL > 0 {
 		c.agents = ttlcache.New[*orchestrator.Agent](cfg.AgentCacheTTL, agentCacheMax)

@@ -89,7 +89,7 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 		out[i] = &orchestrator.Event{SessionID: sessionID, Type: e.Type, Time: now, Data: data}
 	}
 	started := false
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opAppendEvents, func(ctx context.Context, tx orchestrator.Store) error {
 		first, err := startedByEvents(ctx, tx, sessionID, now)
 		if err != nil {
 			return err

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
@@ -36,6 +39,12 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, ru)
 	if err != nil {
 		return err
+	}
+	if run.TraceParent != "" {
+		var span trace.Span
+		ctx, span = c.tracer.Start(traces.Parent(ctx, run.TraceParent), spanReport, trace.WithAttributes(
+			attrAgent.String(run.AgentName), attrRun.String(run.ID), attrSession.String(run.SessionID), attrStatus.String(string(status))))
+		defer span.End()
 	}
 	var events []*orchestrator.Event
 	fromEvent := false
@@ -70,7 +79,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 		return err
 	}
 	fx.ended = append(fx.ended, s.ID)
-	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg})
+	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
 	}
@@ -97,6 +106,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 		if err := tx.CreateCallback(ctx, cb); err != nil {
 			return err
 		}
+		fx.callbacksRecorded++
 		if err := c.deliverCallbacks(ctx, tx, fx, s.ParentSessionID); err != nil {
 			return err
 		}
@@ -180,7 +190,7 @@ func messageText(content json.RawMessage) string {
 // failRun ends a run that never reached a runner, or whose runner is gone, as failed.
 func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg string) error {
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, nil, msg)
 	})
@@ -198,7 +208,7 @@ func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg st
 // concurrent claim skips the row until this transaction has ended it.
 func (c *Coordinator) failPending(ctx context.Context, run *orchestrator.Run, msg string) error {
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		if _, err := tx.UpdateRun(ctx, run.ID, []orchestrator.RunStatus{orchestrator.RunPending}, "", orchestrator.RunUpdate{}); err != nil {
 			return err

@@ -65,7 +65,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 	// than it asked for took all there was.
 	for len(work.Runs) < p.Max {
 		want := p.Max - len(work.Runs)
-		runs, err := c.store.ClaimRuns(ctx, orchestrator.ClaimParams{Runner: runner, Now: now, Max: want})
+		runs, err := c.claimRuns(ctx, orchestrator.ClaimParams{Runner: runner, Now: now, Max: want})
 		if err != nil {
 			return nil, err
 		}

@@ -67,7 +67,7 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 		return errs
 	}
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opReportBatch, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		for _, i := range ended {
 			rep := reps[i]
@@ -95,7 +95,7 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 
 func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunReport) error {
 	var sessionID string
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opReportStarted, func(ctx context.Context, tx orchestrator.Store) error {
 		now := c.now()
 		run, err := markStarted(ctx, tx, rep.RunID, rep.RunnerID, now)
 		if err != nil {
@@ -136,7 +136,7 @@ func runStartedEvent(run *orchestrator.RunBrief, now time.Time) *orchestrator.Ev
 
 func (c *Coordinator) reportEnded(ctx context.Context, rep orchestrator.RunReport) error {
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		return c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error)
 	})

@@ -65,7 +65,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 		fx     *effects
 		secret string
 	)
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunner, func(ctx context.Context, tx orchestrator.Store) error {
 		names, fx = nil, &effects{}
 		var err error
 		if secret, err = c.checkIdentity(ctx, tx, reg, id, now); err != nil {
@@ -247,7 +247,7 @@ func (c *Coordinator) retireRunner(ctx context.Context, runnerID string, from []
 		from = []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale, orchestrator.RunnerOffline}
 	}
 	fx := &effects{}
-	err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunner, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
 		if _, err := tx.UpdateRunnerStatus(ctx, runnerID, from, orchestrator.RunnerOffline, heartbeatBefore); err != nil {
 			return err

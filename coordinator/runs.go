@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
@@ -43,6 +46,7 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 		run *orchestrator.Run
 		fx  = &effects{}
 	)
+	ctx, span := c.tracer.Start(ctx, spanCreate, trace.WithAttributes(attrAgent.String(p.AgentName)))
 	switch p.Type {
 	case orchestrator.RunTypeStart:
 		run, err = c.startSession(ctx, p, params, env, due, key, fx)
@@ -52,6 +56,7 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"type must be start or resume, not %q; sync, async_poll and async_callback are modes (the mode field)", p.Type)
 	}
+	endSpan(span, run, err)
 	if err != nil && key != nil {
 		// The key may be recorded: by the first try of this request, or by a concurrent one (the create
 		// failed with errKeyTaken), or — when the request was refused — by a request that was accepted
@@ -313,6 +318,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	}
 	submit(run, &p, due, b)
 	s.CurrentRunID = run.ID
+	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	return s, run, nil
 }
 
@@ -430,6 +436,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		return nil, err
 	}
 	run := c.newResumeRun(s, normalized, p.Mode, demands, p.Metadata)
+	run.TraceParent = traces.Format(ctx)
 	var b *orchestrator.Blueprint
 	if agent, err := c.startAgent(ctx, s.AgentName); err == nil {
 		b = agent.Blueprint // the agent's limits as they are now
@@ -524,7 +531,7 @@ func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run
 	switch run.Status {
 	case orchestrator.RunPending:
 		fx := &effects{}
-		err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
 			*fx = effects{}
 			return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunStopped, nil, "stopped before it started")
 		})

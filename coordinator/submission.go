@@ -114,6 +114,9 @@ var errKeyTaken = errors.New("idempotency key taken")
 // createSession creates the session and its first run, with the idempotency key when there is one, in
 // one write of the store.
 func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
+	if c.metrics != nil {
+		defer c.timeStore(opStartRun, time.Now())
+	}
 	if key == nil {
 		return c.createSessionWithRun(ctx, s, run) // a schedule's firing writes its tick in the same transaction
 	}
@@ -128,6 +131,13 @@ func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.Idemp
 // commitRun runs create, which writes the run through tx, recording key with the run's ids in the same
 // transaction when key is set.
 func (c *Coordinator) commitRun(ctx context.Context, key *orchestrator.IdempotencyKey, run *orchestrator.Run, create func(ctx context.Context, tx orchestrator.Store) error) error {
+	if c.metrics != nil {
+		op := opStartRun
+		if run.Type == orchestrator.RunTypeResume {
+			op = opResume
+		}
+		defer c.timeStore(op, time.Now())
+	}
 	if key == nil {
 		return create(ctx, c.store)
 	}

@@ -215,7 +215,7 @@ func (c *Coordinator) sweepCallbacks(ctx context.Context) error {
 		}
 		seen[cb.ParentSessionID] = true
 		fx := &effects{}
-		err := c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		err := c.inTx(ctx, opCallbacks, func(ctx context.Context, tx orchestrator.Store) error {
 			*fx = effects{}
 			return c.deliverCallbacks(ctx, tx, fx, cb.ParentSessionID)
 		})

@@ -27,17 +27,23 @@ type effects struct {
 	wakeRunners []string // runners that have new work pinned to them
 	wakeAll     bool     // unpinned work that any runner may take
 	webhooks    bool     // webhook deliveries were queued
-	runsEnded   []runEnd // logged once the change is committed
+	runsEnded   []runEnd // logged and counted once the change is committed
+
+	// What the metrics count (see count).
+	created                               []string // agents of the runs queued
+	callbacksRecorded, callbacksDelivered int
 }
 
-// runEnd is a run that ended, for its log line.
+// runEnd is a run that ended, for its log line and its metrics.
 type runEnd struct {
 	run    *orchestrator.RunBrief
 	status orchestrator.RunStatus
 	err    string
+	took   time.Duration // from the run's creation to its end
 }
 
 func (fx *effects) wakeFor(r *orchestrator.Run) {
+	fx.created = append(fx.created, r.AgentName)
 	if r.Demands.RunnerID != "" {
 		fx.wakeRunners = append(fx.wakeRunners, r.Demands.RunnerID)
 	} else {
@@ -69,6 +75,7 @@ func (c *Coordinator) apply(fx *effects) {
 	for _, e := range fx.runsEnded {
 		c.logRunEnded(e)
 	}
+	c.count(fx)
 }
 
 // deliverRemote wakes the waiters of a key another replica published. The empty key means that

@@ -167,6 +167,9 @@ func (c *Coordinator) deliverWebhook(ctx context.Context, w *orchestrator.Webhoo
 	if err := c.store.UpdateWebhook(context.WithoutCancel(ctx), w); err != nil {
 		c.log.Error("record webhook attempt", "webhook", w.ID, "err", err)
 	}
+	if c.metrics != nil {
+		c.metrics.WebhookDelivery(webhookOutcome(w.Status))
+	}
 }
 
 // permanentError is a delivery failure that retrying cannot fix.
@@ -241,4 +244,15 @@ func webhookClient(policy *egress.Policy) *http.Client {
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// webhookOutcome names an attempt's outcome for [Metrics.WebhookDelivery].
+func webhookOutcome(s orchestrator.WebhookStatus) string {
+	switch s {
+	case orchestrator.WebhookDelivered:
+		return "delivered"
+	case orchestrator.WebhookFailed:
+		return "failed"
+	}
+	return "retry"
 }

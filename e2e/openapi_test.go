@@ -133,6 +133,13 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	expect(anon, http.StatusOK, "GET", "/ui/", nil)
 	expect(anon, http.StatusBadRequest, "GET", "/ui/?x=%00", nil)
 
+	// Metrics (served by default, to admin and metrics tokens).
+	if got := string(expect(admin, http.StatusOK, "GET", "/metrics", nil)); !strings.Contains(got, "orchestrator_runners_online") {
+		t.Errorf("GET /metrics lacks orchestrator_runners_online:\n%.500s", got)
+	}
+	expect(client, http.StatusForbidden, "GET", "/metrics", nil)
+	expect(anon, http.StatusUnauthorized, "GET", "/metrics", nil)
+
 	// Agents.
 	expect(client, http.StatusOK, "GET", "/agents", nil)
 	expect(client, http.StatusOK, "GET", "/agents?tags=e2e&type=deterministic", nil)

@@ -30,6 +30,9 @@ const (
 	// runs, reading sessions, results and events, appending events and stopping sessions. It is never
 	// configured in [Config.Tokens]; a registration returns it.
 	RoleRunnerInstance Role = "runner_instance"
+	// RoleMetrics may only read GET /metrics: the token a Prometheus server scrapes with, which can neither
+	// read sessions nor start runs.
+	RoleMetrics Role = "metrics"
 )
 
 // RunnerVerifier checks a runner's own credential: nil when secret is the one the runner's latest

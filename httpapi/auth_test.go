@@ -35,6 +35,7 @@ func TestRolesEveryRoute(t *testing.T) {
 		{"admin", adminTok, RoleAdmin},
 		{"client", clientTok, RoleClient},
 		{"runner", runnerTok, RoleRunner},
+		{"metrics", metricsTok, RoleMetrics},
 		{"runner_instance", cred, RoleRunnerInstance},
 		// A configured token with a prefix of another's bytes must not match it.
 		{"prefix", adminTok[:len(adminTok)-1], ""},
@@ -120,6 +121,7 @@ func TestRolePolicy(t *testing.T) {
 		"POST /mcp":                        "client",
 		"GET /mcp":                         "client",
 		"DELETE /mcp":                      "client",
+		"GET /metrics":                     "metrics",
 		"GET /ui/":                         "public",
 		"GET /runners":                     "",
 		"DELETE /runners/{id}":             "",
@@ -164,7 +166,7 @@ func TestDocRoleTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	letters := map[string]string{"C": "client", "T": "runner", "R": "runner_instance"}
+	letters := map[string]string{"C": "client", "T": "runner", "R": "runner_instance", "M": "metrics"}
 	doc := map[string]string{} // "METHOD /pattern" → roles besides admin, as TestRolePolicy spells them
 	for _, line := range strings.Split(string(src), "\n") {
 		line, ok := strings.CutPrefix(line, "//\t")

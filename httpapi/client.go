@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+
 	"github.com/hashicorp/go-retryablehttp"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
@@ -341,6 +343,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) (int, error) {
 			req.Header.Add(k, v)
 		}
 	}
+	traces.ToHeader(ctx, req.Header) // the caller's trace goes on at the coordinator
 	token := c.cfg.Token
 	if cred := c.runner.Load(); cred != nil && !cl.register {
 		token = *cred

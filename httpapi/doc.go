@@ -9,7 +9,7 @@
 // # Routes
 //
 // Roles: A admin, C client, T the shared runner token (registration only), R a registered runner's own
-// credential (see "Runners" below); admin may call every route. GET /health, GET /ready and the
+// credential (see "Runners" below), M a metrics scraper's token ([RoleMetrics]); admin may call every route. GET /health, GET /ready and the
 // dashboard's pages (GET /ui/…) are open.
 //
 //	GET    /health                              open   {"status":"ok"}: liveness (the process serves)
@@ -39,6 +39,7 @@
 //	PATCH  /schedules/{id}                      C      {paused?, cron?, timezone?, overlap?, parameters?} → the schedule
 //	DELETE /schedules/{id}                      C      204 (the sessions it started stay)
 //	POST|GET|DELETE /mcp                        C      MCP over streamable HTTP (Config.MCP; 404 when unset)
+//	GET    /metrics                             M      Prometheus metrics (Config.Metrics; 404 when unset)
 //	GET    /ui/                                 open   the dashboard: its pages and assets under /ui/ (Config.UI; 404 when unset)
 //	GET    /runners                             A      {runners}
 //	DELETE /runners/{id}                        A      204
@@ -115,7 +116,10 @@
 // stream is open ends it with an "error" frame ({"error":"session_not_found", …}).
 //
 // A caller's X-Agent-Session-Id header becomes the parent_session_id of a new session that names none:
-// that is how an AI agent's MCP calls link the children it starts.
+// that is how an AI agent's MCP calls link the children it starts. A W3C traceparent header, on any route,
+// puts what the request causes in the caller's trace: a run started by POST /runs keeps it
+// (Run.TraceParent, the session's trace_id), and [Client] sends the trace context of the context it is
+// called with.
 //
 // Text must be UTF-8 without NUL characters: a path, query parameter, X-Agent-* or Last-Event-ID header
 // or request body (a JSON string escape \u0000 or half a surrogate pair included) that holds anything

@@ -74,6 +74,7 @@ var probes = map[string]probeRoute{
 	"GET /mcp":             {},
 	"DELETE /mcp":          {},
 	"GET /ui/":             {},
+	"GET /metrics":         {},
 	"GET /runners":         {},
 	"DELETE /runners/{id}": {},
 	"POST /runner/register": {body: `{"hostname":"h","project_dir":"/p","executor_type":"deterministic","tags":["t"],` +

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
@@ -64,6 +66,9 @@ type Config struct {
 	// data, and call this API with the token the person enters, with that token's rights. Unset, /ui/ is
 	// 404. A handler for the same reason as MCP: programs that do not show it do not embed its files.
 	UI http.Handler
+	// Metrics, when set, serves GET /metrics (prommetrics' Handler) to the metrics role ([RoleMetrics]) and
+	// admin. Unset, /metrics is 404. A handler, so that this package does not pull in Prometheus.
+	Metrics http.Handler
 	// Logger receives server errors (5xx) and panics. Default: discard.
 	Logger *slog.Logger
 }
@@ -185,6 +190,10 @@ func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	handler, pattern := h.mux.Handler(r)
 	if pattern != "" {
+		// A W3C traceparent starts or continues the trace of what the request causes (a run's spans).
+		if r.Header.Get(traces.Header) != "" {
+			r = r.WithContext(traces.FromHeader(r.Context(), r.Header))
+		}
 		h.mux.ServeHTTP(w, r) // ServeHTTP, not handler: it sets the path values
 		return
 	}
@@ -298,6 +307,14 @@ func (s *server) mcp(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ui hands /ui/ to the configured dashboard.
+func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Metrics == nil {
+		return orchestrator.Errorf(orchestrator.ErrNotFound, "metrics_not_enabled", "this coordinator does not serve metrics")
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+	return nil
+}
+
 func (s *server) ui(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.UI == nil {
 		return orchestrator.Errorf(orchestrator.ErrNotFound, "ui_not_enabled", "this coordinator does not serve the dashboard")

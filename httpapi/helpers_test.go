@@ -20,12 +20,13 @@ import (
 
 // Test tokens, one per role.
 const (
-	adminTok  = "admin-token-0123456789abcdef"
-	clientTok = "client-token-0123456789abcdef"
-	runnerTok = "runner-token-0123456789abcdef"
+	adminTok   = "admin-token-0123456789abcdef"
+	clientTok  = "client-token-0123456789abcdef"
+	runnerTok  = "runner-token-0123456789abcdef"
+	metricsTok = "metrics-token-0123456789abcdef"
 )
 
-var testTokens = map[string]Role{adminTok: RoleAdmin, clientTok: RoleClient, runnerTok: RoleRunner}
+var testTokens = map[string]Role{adminTok: RoleAdmin, clientTok: RoleClient, runnerTok: RoleRunner, metricsTok: RoleMetrics}
 
 // newCoordinator returns a coordinator.Coordinator over a fresh SQLite store in the test's temp dir.
 func newCoordinator(t testing.TB, cfg coordinator.Config) *coordinator.Coordinator {

@@ -88,6 +88,9 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/mcp", Roles: clients, LongPoll: true}, (*server).mcp},
 	{Route{Method: "DELETE", Pattern: "/mcp", Roles: clients}, (*server).mcp},
 
+	// Prometheus metrics (Config.Metrics): a scraper's own token, or admin.
+	{Route{Method: "GET", Pattern: "/metrics", Roles: []Role{RoleMetrics}}, (*server).metrics},
+
 	// The dashboard (Config.UI): its pages are public; their API calls carry the person's token.
 	{Route{Method: "GET", Pattern: "/ui/", Public: true}, (*server).ui},
 

@@ -379,6 +379,17 @@ func TestStreamableHTTP(t *testing.T) {
 	plain := connectHTTP(t, endpoint, nil, nil)
 	parent := ok[mcpserver.RunOutput](t, call(t, plain, "start_agent_session", map[string]any{"agent_name": "echo-agent", "prompt": "orchestrate"}))
 
+	t.Run("traceparent_header_continues_the_trace", func(t *testing.T) {
+		const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		cs := connectHTTP(t, endpoint, map[string]string{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}, nil)
+		run := ok[mcpserver.RunOutput](t, call(t, cs, "start_agent_session", map[string]any{
+			"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 2},
+		}))
+		if got := getSession(t, f, run.SessionID).TraceID; got != traceID {
+			t.Errorf("session's trace_id = %q, want the caller's %s", got, traceID)
+		}
+	})
+
 	t.Run("session_header_makes_the_parent", func(t *testing.T) {
 		cs := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderSessionID: parent.SessionID}, nil)
 		child := ok[mcpserver.RunOutput](t, call(t, cs, "start_agent_session", map[string]any{

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -475,6 +477,9 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p 
 	sync := p.Mode == orchestrator.ModeSync
 	if sync {
 		p.Wait = startWait
+	}
+	if req != nil && req.Extra != nil && req.Extra.Header != nil {
+		ctx = traces.FromHeader(ctx, req.Extra.Header) // a traceparent header: the run joins the caller's trace
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	res, err := s.coord.StartRun(sctx, p)

@@ -19,6 +19,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/backoff"
 	"github.com/agentorchestrator/orchestrator/internal/batch"
@@ -87,8 +91,30 @@ type Config struct {
 	// Gateway, when set, is opened for each run and gives the run's processes their way back to the
 	// coordinator (see [Gateway]).
 	Gateway Gateway
+	// Metrics receives the runner's measurements (prommetrics.New fits). Default: none.
+	Metrics Metrics
+	// TracerProvider records each run's execution as a span (orchestrator.execute) in the run's trace
+	// (orchestrator.Run.TraceParent); the executed process gets that span's context as TRACEPARENT, so
+	// what it starts through the gateway joins the trace. Default: OpenTelemetry's global provider,
+	// which records nothing until a program installs one; TRACEPARENT is set either way when the run
+	// has trace context.
+	TracerProvider trace.TracerProvider
 	// Logger receives operational logs. Default: discard.
 	Logger *slog.Logger
+}
+
+// Metrics receives a runner's measurements ([Config].Metrics). Its methods are called with the runner's
+// lock held: they must not block.
+type Metrics interface {
+	// SlotsBusy reports how many of the runner's MaxConcurrent slots execute a run, whenever it changes.
+	SlotsBusy(n int)
+}
+
+// slotsBusy reports n busy slots to the metrics, if any; r.mu is held.
+func (r *Runner) slotsBusy(n int) {
+	if r.cfg.Metrics != nil {
+		r.cfg.Metrics.SlotsBusy(n)
+	}
 }
 
 // Gateway gives a run's processes scoped access to the coordinator. The runner opens it before a run
@@ -103,11 +129,13 @@ type Gateway interface {
 // reports their outcomes. It is a concrete type: one loop serves every executor, which is where
 // implementations differ.
 type Runner struct {
-	cfg  Config
-	co   orchestrator.Coordinator
-	log  *slog.Logger
-	reg  orchestrator.RunnerRegistration
-	blue map[string]*orchestrator.Blueprint
+	cfg Config
+	co  orchestrator.Coordinator
+	log *slog.Logger
+	// tracer records runs' executions (Config.TracerProvider).
+	tracer trace.Tracer
+	reg    orchestrator.RunnerRegistration
+	blue   map[string]*orchestrator.Blueprint
 
 	mu       sync.Mutex
 	runnerID string
@@ -212,10 +240,11 @@ func New(cfg Config) (*Runner, error) {
 		blue[b.Name] = b
 	}
 	r := &Runner{
-		cfg:  cfg,
-		co:   cfg.Coordinator,
-		log:  cfg.Logger,
-		blue: blue,
+		cfg:    cfg,
+		co:     cfg.Coordinator,
+		log:    cfg.Logger,
+		tracer: traces.Tracer(cfg.TracerProvider, "github.com/agentorchestrator/orchestrator/runner"),
+		blue:   blue,
 		reg: orchestrator.RunnerRegistration{
 			Hostname:            cfg.Hostname,
 			ProjectDir:          cfg.ProjectDir,
@@ -459,6 +488,7 @@ func (r *Runner) start(runsCtx context.Context, asg *orchestrator.Assignment) {
 		return
 	}
 	r.active[asg.Run.ID] = ar
+	r.slotsBusy(len(r.active))
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
@@ -492,6 +522,7 @@ func (r *Runner) finished(runID string) {
 		r.reporting--
 	}
 	delete(r.active, runID)
+	r.slotsBusy(len(r.active))
 	now := time.Now()
 	r.recent[runID] = now
 	r.recentOrder = append(r.recentOrder, runID)
@@ -577,6 +608,13 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	asg, run := ar.asg, ar.asg.Run
 	log := r.log.With("run_id", run.ID, "session_id", run.SessionID, "agent", run.AgentName)
 	rid := r.ID()
+	if run.TraceParent != "" {
+		var span trace.Span
+		ctx, span = r.tracer.Start(traces.Parent(ctx, run.TraceParent), "orchestrator.execute", trace.WithAttributes(
+			attribute.String("orchestrator.agent", run.AgentName), attribute.String("orchestrator.run_id", run.ID),
+			attribute.String("orchestrator.session_id", run.SessionID), attribute.String("orchestrator.runner_id", rid)))
+		defer span.End()
+	}
 	begun := time.Now()
 	r.log.Info("run started", "agent", run.AgentName, "session_id", run.SessionID, "run_id", run.ID, "runner_id", rid, "type", run.Type)
 	// Reports and events outlive a stopped run's context: they must still reach the coordinator.
@@ -615,6 +653,10 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 	inv, err := r.invocation(asg)
 	var res *orchestrator.Result
 	if err == nil {
+		// Set here, after the run's metadata.env: no client can name the trace a process reports to.
+		if tp := traces.Format(ctx); tp != "" {
+			inv.Env[traces.Env] = tp
+		}
 		var closeGW func()
 		if r.cfg.Gateway != nil {
 			var env map[string]string

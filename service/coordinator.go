@@ -16,12 +16,16 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/prommetrics"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 	"github.com/agentorchestrator/orchestrator/ui"
 )
 
 // EnvWebhookSecret is the environment variable -webhook-secret defaults to.
 const EnvWebhookSecret = "ORCHESTRATOR_WEBHOOK_SECRET"
+
+// EnvMetricsToken is the environment variable -metrics-token defaults to.
+const EnvMetricsToken = "ORCHESTRATOR_METRICS_TOKEN"
 
 // CoordinatorConfig configures the coordinator service: where it listens, its store, its tokens, and the
 // coordinator's own settings.
@@ -37,6 +41,12 @@ type CoordinatorConfig struct {
 	// (-admin-token, -client-token, -runner-token; default: the httpapi.Env*Token variables). Without
 	// any the API is open, and the service refuses an address other hosts can reach unless Insecure.
 	AdminTokens, ClientTokens, RunnerTokens string
+	// MetricsTokens are comma-separated bearer tokens that may read GET /metrics and nothing else
+	// (-metrics-token; default $ORCHESTRATOR_METRICS_TOKEN): what a Prometheus server scrapes with.
+	// Admin tokens may read it too.
+	MetricsTokens string
+	// Metrics serves Prometheus metrics at GET /metrics (-metrics). Default true.
+	Metrics bool
 	// Insecure allows an open API on a non-loopback address (-insecure).
 	Insecure bool
 	// UI serves the dashboard at /ui/ (-ui). Default true.
@@ -59,6 +69,8 @@ func (c *CoordinatorConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AdminTokens, "admin-token", os.Getenv(httpapi.EnvAdminToken), "admin bearer token(s), comma-separated (default $"+httpapi.EnvAdminToken+")")
 	fs.StringVar(&c.ClientTokens, "client-token", os.Getenv(httpapi.EnvClientToken), "client bearer token(s) (default $"+httpapi.EnvClientToken+")")
 	fs.StringVar(&c.RunnerTokens, "runner-token", os.Getenv(httpapi.EnvRunnerToken), "runner bearer token(s) (default $"+httpapi.EnvRunnerToken+")")
+	fs.StringVar(&c.MetricsTokens, "metrics-token", os.Getenv(EnvMetricsToken), "bearer token(s) that may read GET /metrics and nothing else (default $"+EnvMetricsToken+")")
+	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at GET /metrics (to -metrics-token and admin tokens)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow an open API (no tokens) on a non-loopback address")
 	fs.BoolVar(&c.UI, "ui", true, "serve the dashboard at /ui/")
 	c.Coordinator.RegisterFlags(fs)
@@ -110,9 +122,18 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 			return nil, fmt.Errorf("-agents-dir %s: %w", c.AgentsDir, err)
 		}
 	}
+	stopTracing, err := StartTracing(ctx, "orchestrator-coordinator", log)
+	if err != nil {
+		return nil, fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_*): %w", err)
+	}
 	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
 	cfg := c.Coordinator
 	cfg.Store, cfg.Logger, cfg.Notifier = store, log, store.Notifier()
+	var metrics *prommetrics.Metrics
+	if c.Metrics {
+		metrics = prommetrics.New()
+		cfg.Metrics = metrics
+	}
 	coord, err := coordinator.New(cfg)
 	if err != nil {
 		return nil, err
@@ -135,6 +156,10 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(c.DB), "auth", !open,
 		"notifier", cfg.Notifier != nil, "agents_loaded", len(agents))
 	hcfg := httpapi.Config{Tokens: tokens, Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})}
+	if metrics != nil {
+		metrics.WatchCoordinator(coord)
+		hcfg.Metrics = metrics.Handler()
+	}
 	if c.UI {
 		hcfg.UI = ui.NewHandler()
 		log.Info("dashboard", "url", s.URL+ui.Path)
@@ -144,6 +169,11 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 	go func() {
 		err := httpapi.Serve(serveCtx, ln, httpapi.NewHandler(coord, hcfg), 10*time.Second, log)
 		coord.Stop()
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
 		s.done <- err
 	}()
 	return s, nil
@@ -175,6 +205,17 @@ func (c *CoordinatorConfig) tokens() (map[string]httpapi.Role, error) {
 	tokens, err := httpapi.ParseTokens(c.AdminTokens, c.ClientTokens, c.RunnerTokens)
 	if err != nil {
 		return nil, err
+	}
+	// A metrics token is checked as any token is, then given its role.
+	metricsTokens, err := httpapi.ParseTokens("", c.MetricsTokens, "")
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-token: %w", err)
+	}
+	for tok := range metricsTokens {
+		if role, ok := tokens[tok]; ok {
+			return nil, fmt.Errorf("-metrics-token: the same token is configured for roles %s and %s", role, httpapi.RoleMetrics)
+		}
+		tokens[tok] = httpapi.RoleMetrics
 	}
 	if err := httpapi.CheckListenAddr(c.Addr, len(tokens) == 0, c.Insecure); err != nil {
 		return nil, fmt.Errorf("refusing to serve an open API (no tokens) on -addr %s, which other hosts can reach: "+

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/prommetrics"
 	"github.com/agentorchestrator/orchestrator/runner"
 )
 
@@ -59,6 +61,10 @@ type RunnerConfig struct {
 	ExecutorConfig string
 	// StopGrace is the SIGTERM to SIGKILL delay when a run is stopped (-stop-grace). Default 5s.
 	StopGrace time.Duration
+	// MetricsAddr, when set, serves Prometheus metrics at http://MetricsAddr/metrics on a listener of its
+	// own, without authentication (-metrics-addr): bind it to loopback or a network only the scraper
+	// reaches.
+	MetricsAddr string
 	// Runner is the runner's configuration; the service sets its Coordinator, Executor, Blueprints,
 	// Gateway and Logger.
 	Runner runner.Config
@@ -92,6 +98,7 @@ func (c *RunnerConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MCPURL, "mcp-url", "", "orchestrator MCP endpoint handed to Claude Code agents (default: this runner's gateway, scoped to the run)")
 	fs.StringVar(&c.ExecutorConfig, "executor-config", "", "JSON object given to an external executable as executor_config")
 	fs.DurationVar(&c.StopGrace, "stop-grace", 5*time.Second, "SIGTERM to SIGKILL delay when a run is stopped")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, without authentication (e.g. 127.0.0.1:9465; default off)")
 	c.Runner.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
 }
@@ -116,6 +123,29 @@ func (c *RunnerConfig) Run(ctx context.Context, log *slog.Logger) error {
 	}
 	defer gw.Close()
 	cfg.Coordinator, cfg.Gateway, cfg.Logger = client, gw, log
+	stopTracing, err := StartTracing(ctx, "orchestrator-runner", log)
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_*): %w", err)
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
+	if c.MetricsAddr != "" {
+		m := prommetrics.New()
+		cfg.Metrics = m
+		ln, err := net.Listen("tcp", c.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-addr %s: %w", c.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		go httpapi.Serve(ctx, ln, mux, 5*time.Second, log) //nolint:errcheck // ends with ctx
+	}
 	worker, err := runner.New(cfg)
 	if err != nil {
 		return err

@@ -35,6 +35,8 @@ Environment:
   ORCHESTRATOR_CLIENT_TOKEN    client bearer token(s) (-client-token)
   ORCHESTRATOR_RUNNER_TOKEN    runner bearer token(s) (-runner-token)
   ORCHESTRATOR_WEBHOOK_SECRET  secret signing callback_url deliveries (-webhook-secret)
+  ORCHESTRATOR_METRICS_TOKEN   bearer token(s) that may read GET /metrics only (-metrics-token)
+  OTEL_EXPORTER_OTLP_ENDPOINT  send traces there over OTLP/HTTP (off when unset; the OTEL_* variables apply)
 Without any token the API is open, and only a loopback -addr is accepted unless -insecure is given.
 `
 
@@ -56,6 +58,7 @@ Environment:
   ORCHESTRATOR_RUNNER_TOKEN  runner bearer token (-token; -token-file is better)
   PATH                       where blueprints' programs, -executor and -claude are looked up
   HOME                       the default -blueprints-dir is ~/.agent-runner/blueprints
+  OTEL_EXPORTER_OTLP_ENDPOINT  send traces there over OTLP/HTTP (off when unset; the OTEL_* variables apply)
 The runs' processes get the runner's environment without its credentials, plus AGENT_SESSION_ID,
 AGENT_RUN_ID, AGENT_ORCHESTRATOR_API_URL and AGENT_ORCHESTRATOR_TOKEN (this runner's gateway).
 `

@@ -420,6 +420,25 @@ func TestBrowser(t *testing.T) {
 	b.do("load a filtered list", chromedp.Navigate(ui+"sessions?agent=crawl"))
 	b.until("only the crawl session", `document.querySelectorAll('#sessions tbody tr').length === 1 && document.querySelector('#sessions tr[data-session=`+js(crawlID)+`]') && document.querySelector('#filter-agent').value === "crawl"`)
 
+	// A run started with a W3C traceparent shows its trace id on its page.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, _ := http.NewRequest("POST", w.URL+"/runs", strings.NewReader(`{"agent_name": "greet", "parameters": {"name": "traced"}}`))
+	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traced struct {
+		SessionID string `json:"session_id"`
+	}
+	json.NewDecoder(res.Body).Decode(&traced)
+	res.Body.Close()
+	b.do("open the traced session", chromedp.Navigate(ui+"sessions/"+traced.SessionID))
+	b.until("its trace id", `document.querySelector('#trace-id')`)
+	if got := b.text("#trace-id"); got != traceID {
+		t.Errorf("trace id shown = %q, want %s", got, traceID)
+	}
+
 	// The runner, with its slots, agents and what demands match on.
 	b.do("open the runners page", chromedp.Navigate(ui+"runners"))
 	b.until("the runner", `document.querySelector('[data-runner] .slots')`)

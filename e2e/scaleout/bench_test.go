@@ -247,7 +247,7 @@ func benchRuns(b *testing.B, runnerSide, producerSide orchestrator.Coordinator, 
 	funcs := noopExecutor()
 	worker, err := runner.New(runner.Config{
 		Coordinator: runnerSide, Executor: funcs, Blueprints: funcs.Blueprints(),
-		MaxConcurrent: shape.concurrency,
+		MaxConcurrent: shape.concurrency, TracerProvider: benchRunnerTracer,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -151,6 +151,7 @@ type sessionRow struct {
 	Result            json.RawMessage `bun:"result"`
 	Error             string          `bun:"error"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
+	TraceID           string          `bun:"trace_id"`
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
@@ -187,6 +188,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		Result:            result,
 		Error:             s.Error,
 		LastEventSeq:      s.LastEventSeq,
+		TraceID:           s.TraceID,
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
@@ -210,6 +212,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ExecutorSessionID: row.ExecutorSessionID,
 		Error:             row.Error,
 		LastEventSeq:      row.LastEventSeq,
+		TraceID:           row.TraceID,
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
@@ -250,6 +253,7 @@ type runRow struct {
 	Metadata              json.RawMessage `bun:"metadata"`
 	CallbackURL           string          `bun:"callback_url"`
 	RunnerID              string          `bun:"runner_id"`
+	TraceParent           string          `bun:"traceparent"`
 	Parked                bool            `bun:"parked"`
 	Error                 string          `bun:"error"`
 	Usage                 json.RawMessage `bun:"usage"`
@@ -317,6 +321,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		Metadata:              rawOrNil(r.Metadata),
 		CallbackURL:           r.CallbackURL,
 		RunnerID:              r.RunnerID,
+		TraceParent:           r.TraceParent,
 		Parked:                r.Parked,
 		Error:                 r.Error,
 		Usage:                 usage,
@@ -368,6 +373,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		Metadata:        rawOrNil(row.Metadata),
 		CallbackURL:     row.CallbackURL,
 		RunnerID:        row.RunnerID,
+		TraceParent:     row.TraceParent,
 		Parked:          row.Parked,
 		Error:           row.Error,
 		Usage:           usage,

@@ -122,16 +122,17 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 	q := runUpdate(id, from, runnerID, u)
 	var b orchestrator.RunBrief
 	err := q.runInto(ctx, s, runBriefColumns,
-		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited)
+		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt)
 	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
 		return nil, err
 	}
+	b.CreatedAt = b.CreatedAt.UTC()
 	return &b, nil
 }
 
 // runBriefColumns are the columns of an [orchestrator.RunBrief], in the order of its fields.
 var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url",
-	"(agent_limit > 0 OR concurrency_key <> '')"}
+	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at"}
 
 // runUpdate is the guarded update of UpdateRun.
 func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) guardedUpdate {
@@ -265,4 +266,11 @@ func (s *Store) SetRunsParked(ctx context.Context, ids []string, parked bool) (i
 		return err
 	})
 	return n, err
+}
+
+// CountRuns returns how many runs have status: the coordinator's runs-pending gauge
+// (coordinator.Coordinator.Gauges) reads it instead of listing the runs.
+func (s *Store) CountRuns(ctx context.Context, status orchestrator.RunStatus) (int, error) {
+	n, err := s.r.NewSelect().Model((*runRow)(nil)).Where("status = ?", string(status)).Count(ctx)
+	return int(n), wrap(err, "runs", "")
 }

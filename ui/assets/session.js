@@ -66,6 +66,7 @@ export async function sessionPage({ main, params: [id], signal }) {
       ['Parent', sess.parent_session_id ? [sessionLink(sess.parent_session_id), sess.callback ? ' (called back)' : ''] : undefined],
       ['Run', sess.run_id ? h('span', { class: 'mono' }, sess.run_id) : undefined],
       ['Runner', sess.runner_id ? h('span', { class: 'mono' }, sess.runner_id) : undefined],
+      ['Trace', sess.trace_id ? h('span', { class: 'mono', id: 'trace-id', title: 'W3C trace id: search for it in your tracing backend' }, sess.trace_id) : undefined],
       ['Project dir', sess.project_dir ? h('span', { class: 'mono' }, sess.project_dir) : undefined],
       ['Created', time(sess.created_at)],
       ['Started', firstRunStarted ? time(firstRunStarted) : undefined],
