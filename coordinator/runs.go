@@ -93,15 +93,69 @@ func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams,
 	if wait <= 0 || wait > c.cfg.SyncWait {
 		wait = c.cfg.SyncWait
 	}
-	s, err := c.WaitSession(ctx, res.SessionID, wait)
+	// Wait for this run, not for the session: a callback can resume the session the moment this run ends
+	// (a child started in async_callback mode that ended first), and the answer is this run's outcome.
+	var run *orchestrator.Run
+	if _, err := c.await(ctx, wait, sessionKey(res.SessionID), "", func() (bool, error) {
+		var err error
+		run, err = c.store.GetRun(ctx, res.RunID)
+		return err == nil && run.Status.Terminal(), err
+	}); err != nil {
+		return nil, err
+	}
+	s, err := c.GetSession(ctx, res.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	res.Status = s.Status
-	if s.Status.Ended() {
-		res.Result, res.Error = s.Result, s.Error
+	if run == nil || !run.Status.Terminal() {
+		return res, nil // still going when the wait ended
 	}
-	return res, nil
+	if s.CurrentRunID == run.ID && s.Status.Ended() {
+		res.Result, res.Error = s.Result, s.Error
+		return res, nil
+	}
+	// The session has moved on to a later run: this run's result is the last result event before its
+	// run_ended marker.
+	res.Status, res.Error = orchestrator.SessionStatus(run.Status), run.Error
+	res.Result, err = c.resultOfRun(ctx, s.ID, run.ID)
+	return res, err
+}
+
+// resultOfRun reads a past run's result from its session's log: the last result event before the run's
+// run_ended marker.
+func (c *Coordinator) resultOfRun(ctx context.Context, sessionID, runID string) (*orchestrator.Result, error) {
+	var last *orchestrator.Event
+	for after := int64(0); ; {
+		events, err := c.store.ListEvents(ctx, sessionID, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range events {
+			after = ev.Seq
+			switch ev.Type {
+			case orchestrator.EventResult:
+				last = ev
+			case orchestrator.EventRunEnded:
+				var end struct {
+					RunID string `json:"run_id"`
+				}
+				if json.Unmarshal(ev.Data, &end) == nil && end.RunID == runID {
+					if last == nil {
+						return nil, nil
+					}
+					res := new(orchestrator.Result)
+					if err := json.Unmarshal(last.Data, res); err != nil {
+						return nil, fmt.Errorf("run %s: result event: %w", runID, err)
+					}
+					return res, nil
+				}
+			}
+		}
+		if len(events) < 1000 {
+			return nil, nil
+		}
+	}
 }
 
 // runInputs fills p's defaults (mode async_poll, type start; the legacy resume mode read as a type) and
