@@ -62,6 +62,12 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 		if e.SessionID != "" && e.SessionID != sessionID {
 			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_event", "event %d belongs to session %q, not %q", i, e.SessionID, sessionID)
 		}
+		// The lifecycle markers and callback records are the coordinator's own: readers (a sync answer, the
+		// dashboard, a parent's callback) trust them, so no runner or agent may write one.
+		switch e.Type {
+		case orchestrator.EventRunStarted, orchestrator.EventRunEnded, orchestrator.EventCallback:
+			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "reserved_event_type", "event %d: event_type %q is written by the coordinator only", i, e.Type)
+		}
 		data := bytes.TrimSpace(e.Data)
 		if len(data) == 0 {
 			data = []byte(`{}`)

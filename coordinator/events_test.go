@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -42,6 +43,34 @@ func TestAppendEventsRefusesMalformedText(t *testing.T) {
 	}
 	if _, err := c.AppendEvents(ctx, res.SessionID, []orchestrator.Event{good}); err != nil {
 		t.Errorf("AppendEvents of well-formed text: %v", err)
+	}
+}
+
+// TestAppendEventsRefusesReservedTypes: a runner or an agent cannot write the coordinator's lifecycle
+// markers or callback records, which a sync answer and a parent's callback trust, and a refused batch
+// stores nothing.
+func TestAppendEventsRefusesReservedTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCoordinator(t, coordinator.Config{})
+	createAgent(t, c, "helper")
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"})
+	good := orchestrator.Event{Type: "progress", Data: json.RawMessage(`{"message":"fine"}`)}
+	for _, typ := range []string{orchestrator.EventRunStarted, orchestrator.EventRunEnded, orchestrator.EventCallback} {
+		forged := orchestrator.Event{Type: typ, Data: json.RawMessage(`{"run_id":"` + res.RunID + `","status":"completed"}`)}
+		_, err := c.AppendEvents(ctx, res.SessionID, []orchestrator.Event{good, forged})
+		if orchestrator.ErrorCode(err) != "reserved_event_type" || !errors.Is(err, orchestrator.ErrInvalid) {
+			t.Errorf("AppendEvents of a %s event: %v, want reserved_event_type", typ, err)
+		}
+	}
+	evs, err := c.ListEvents(ctx, res.SessionID, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Type == "progress" || e.Type == orchestrator.EventRunEnded || e.Type == orchestrator.EventCallback {
+			t.Errorf("a refused append stored a %s event: %s", e.Type, e.Data)
+		}
 	}
 }
 
