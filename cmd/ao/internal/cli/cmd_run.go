@@ -159,13 +159,9 @@ func (e *env) run(ctx context.Context, agent string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	var paramSchema json.RawMessage
-	if len(f.pairs) > 0 {
-		info, err := coord.GetAgent(ctx, agent)
-		if err != nil {
-			return err
-		}
-		paramSchema, _ = info.Schemas()
+	paramSchema, err := pairsSchema(ctx, coord, agent, f.pairs)
+	if err != nil {
+		return err
 	}
 	params, err := buildParams(paramSchema, base, f.pairs)
 	if err != nil {

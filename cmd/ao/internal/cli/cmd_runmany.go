@@ -46,13 +46,9 @@ func (e *env) runMany(ctx context.Context, agent string, f runFlags) error {
 	if !ok {
 		return errors.New("this coordinator starts runs one at a time; it cannot take --jsonl")
 	}
-	var paramSchema json.RawMessage
-	if len(f.pairs) > 0 {
-		info, err := coord.GetAgent(ctx, agent)
-		if err != nil {
-			return err
-		}
-		paramSchema, _ = info.Schemas()
+	paramSchema, err := pairsSchema(ctx, coord, agent, f.pairs)
+	if err != nil {
+		return err
 	}
 	runs, err := readJSONL(r, f.jsonl, func(line []byte) (json.RawMessage, error) {
 		return buildParams(paramSchema, line, f.pairs)

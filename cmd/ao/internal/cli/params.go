@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
 var (
@@ -126,4 +129,18 @@ func typedValue(s *schema, prop *object, raw string) any {
 		}
 	}
 	return raw
+}
+
+// pairsSchema returns the agent's parameters schema when -p pairs need it to type their values, and nil
+// (no request) when there are none.
+func pairsSchema(ctx context.Context, coord orchestrator.Coordinator, agent string, pairs []string) (json.RawMessage, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	info, err := coord.GetAgent(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	schema, _ := info.Schemas()
+	return schema, nil
 }
