@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -15,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/agentorchestrator/orchestrator/internal/pgtest"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
@@ -109,7 +106,7 @@ func storeKinds(t *testing.T) map[string]func(t *testing.T) orchestrator.Store {
 		},
 	}
 	if base := os.Getenv("ORCHESTRATOR_TEST_POSTGRES_URL"); base != "" {
-		kinds["postgres"] = func(t *testing.T) orchestrator.Store { return openStore(t, postgresSchema(t, base)) }
+		kinds["postgres"] = func(t *testing.T) orchestrator.Store { return openStore(t, pgtest.Schema(t, base, "httpapitest")) }
 	}
 	return kinds
 }
@@ -122,33 +119,6 @@ func openStore(t *testing.T, dsn string) orchestrator.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-// postgresSchema creates a schema for the test, dropped when it ends, and returns a DSN that selects it.
-func postgresSchema(t *testing.T, base string) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "httpapitest_" + hex.EncodeToString(b[:])
-	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // stringSlots returns a copy of the JSON template for each of its strings (object keys included), with

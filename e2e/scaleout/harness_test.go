@@ -3,12 +3,7 @@ package scaleout
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/agentorchestrator/orchestrator/internal/pgtest"
 )
 
 // postgresEnv names the PostgreSQL server the tests use.
@@ -39,31 +34,7 @@ func requirePostgres(tb testing.TB) string {
 // isolation store/sqlstore's own tests use.
 func postgresSchema(tb testing.TB) string {
 	tb.Helper()
-	base := requirePostgres(tb)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "scaleout_" + hex.EncodeToString(b[:])
-	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		defer admin.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("%s: %v", postgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(tb, requirePostgres(tb), "scaleout")
 }
 
 // binaries builds the example coordinator and runner and the test agent once per test binary.

@@ -2,17 +2,13 @@ package sqlstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/agentorchestrator/orchestrator/internal/pgtest"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
@@ -78,31 +74,7 @@ func newPostgres(tb testing.TB) orchestrator.Store {
 func postgresSchema(tb testing.TB) string {
 	tb.Helper()
 	requirePostgres(tb)
-	base := os.Getenv(postgresEnv)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "storetest_" + hex.EncodeToString(b[:])
-
-	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		defer admin.Close()
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("%s: %v", postgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema) // pgdriver sends unknown parameters as run-time settings
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(tb, os.Getenv(postgresEnv), "storetest")
 }
 
 func requirePostgres(tb testing.TB) {
