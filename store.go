@@ -173,6 +173,40 @@ type BriefUpdater interface {
 	UpdateSessionBrief(ctx context.Context, id string, from []SessionStatus, u SessionUpdate) (*SessionBrief, error)
 }
 
+// BatchBriefUpdater is an optional [Store] capability: the guarded updates of [BriefUpdater] for many runs,
+// or many sessions, at once. A coordinator ends the runs a runner reports together with one call of each
+// (the runs' updates, then their sessions' with the result and run_ended events), so that a store over a
+// network can write a group of ends in one statement per table instead of a few statements per run; the
+// store in package sqlstore does so on PostgreSQL. The coordinator uses it when its store has it.
+//
+// Each update is applied exactly as its single counterpart would apply it alone — the same guard, the same
+// changes, AppendEvents included — and the result holds one brief per update, in order. An update whose
+// guard does not match (the record is missing, in another status, or held by another runner) changes
+// nothing and its brief is nil; the others are applied all the same. Run the call in a transaction
+// ([Store.InTx]) to make a group all or nothing. An error is the store's own failure, after which nothing
+// of the call may be assumed applied unless the surrounding transaction commits.
+type BatchBriefUpdater interface {
+	UpdateRunsBrief(ctx context.Context, us []RunsUpdate) ([]*RunBrief, error)
+	UpdateSessionsBrief(ctx context.Context, us []SessionsUpdate) ([]*SessionBrief, error)
+}
+
+// RunsUpdate is one run's guarded update in [BatchBriefUpdater.UpdateRunsBrief]: the arguments of
+// [BriefUpdater.UpdateRunBrief].
+type RunsUpdate struct {
+	ID       string
+	From     []RunStatus
+	RunnerID string
+	Update   RunUpdate
+}
+
+// SessionsUpdate is one session's guarded update in [BatchBriefUpdater.UpdateSessionsBrief]: the
+// arguments of [BriefUpdater.UpdateSessionBrief].
+type SessionsUpdate struct {
+	ID     string
+	From   []SessionStatus
+	Update SessionUpdate
+}
+
 // RunBrief is the part of a run that a coordinator needs after it changed the run: which session it
 // belongs to, what it runs, how its caller is told of its end, its holder and status after the change, and
 // what its metrics and trace need (when it was created, the trace it belongs to).

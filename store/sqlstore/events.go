@@ -34,13 +34,8 @@ func (s *Store) insertEvents(ctx context.Context, sessionID string, last int64, 
 	}
 	first := last - int64(len(events)) + 1
 	rows := make([]eventRow, len(events))
-	now := utc(time.Now())
 	for i, e := range events {
-		t := utc(e.Time)
-		if t.IsZero() {
-			t = now
-		}
-		rows[i] = eventRow{SessionID: sessionID, Seq: first + int64(i), Type: e.Type, Time: t, Data: rawOrNil(e.Data)}
+		rows[i] = *eventRowOf(sessionID, first+int64(i), e)
 	}
 	if s.pg {
 		// One multi-row INSERT: one round trip (prepared per number of rows, up to a few).
@@ -59,6 +54,16 @@ func (s *Store) insertEvents(ctx context.Context, sessionID string, last int64, 
 		e.SessionID, e.Seq, e.Time = sessionID, rows[i].Seq, rows[i].Time
 	}
 	return nil
+}
+
+// eventRowOf is the row of event e, numbered seq in session sessionID; an event without a time is
+// stamped now.
+func eventRowOf(sessionID string, seq int64, e *orchestrator.Event) *eventRow {
+	t := utc(e.Time)
+	if t.IsZero() {
+		t = utc(time.Now())
+	}
+	return &eventRow{SessionID: sessionID, Seq: seq, Type: e.Type, Time: t, Data: rawOrNil(e.Data)}
 }
 
 // appendSeqSQL hands out a batch of sequence numbers. The UPDATE is atomic and, on PostgreSQL, holds the

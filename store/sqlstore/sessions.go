@@ -208,6 +208,20 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 			return tx.updateSession(ctx, id, from, u, run)
 		})
 	}
+	q, err := sessionUpdate(id, from, u)
+	if err != nil {
+		return err
+	}
+	last, err := run(ctx, s, &q)
+	if err := s.updatedSession(ctx, err, id); err != nil {
+		return err
+	}
+	return s.insertEvents(ctx, id, last, u.AppendEvents)
+}
+
+// sessionUpdate is the guarded update of UpdateSession (the appended events' sequence numbers included,
+// not the events).
+func sessionUpdate(id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (guardedUpdate, error) {
 	q := guardedUpdate{table: "sessions"}
 	if u.Status != nil {
 		q.set("status", string(*u.Status))
@@ -225,7 +239,7 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 	case u.Result != nil:
 		b, err := marshalResult(u.Result)
 		if err != nil {
-			return err
+			return q, err
 		}
 		q.set("result", string(b))
 	case u.ClearResult:
@@ -255,11 +269,7 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 		statuses[i] = string(st)
 	}
 	q.whereIn("status", statuses)
-	last, err := run(ctx, s, &q)
-	if err := s.updatedSession(ctx, err, id); err != nil {
-		return err
-	}
-	return s.insertEvents(ctx, id, last, u.AppendEvents)
+	return q, nil
 }
 
 // updatedSession finishes a guarded update of session id: nil when it changed the session, else why the

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
 		{"Briefs", testBriefs},
 		{"BatchCreate", testBatchCreate},
 		{"ConcurrentCreations", testConcurrentCreations},
+		{"GroupedEnds", testGroupedEnds},
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
 	}

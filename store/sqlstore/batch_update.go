@@ -1,0 +1,294 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+)
+
+// The ends of the runs a runner reports together are written by the coordinator with one call of
+// UpdateRunsBrief and one of UpdateSessionsBrief ([orchestrator.BatchBriefUpdater]). On PostgreSQL each
+// statement is a round trip, and a run's end took three of them (its run, its session, its events): here
+// the updates of a group that change the same columns under the same kind of guard go in one
+// UPDATE … FROM (VALUES …) statement per table, and the group's events in one multi-row INSERT. On SQLite a
+// statement costs no round trip and the transactions of concurrent callers already share one commit
+// (batch.go), so each update runs alone, as UpdateRunBrief and UpdateSessionBrief run it.
+
+// maxUpdateGroup bounds the members of one grouped UPDATE, so that its parameters stay far below
+// PostgreSQL's limit of 65,535 and its text small.
+const maxUpdateGroup = 256
+
+// UpdateRunsBrief implements [orchestrator.BatchBriefUpdater].
+func (s *Store) UpdateRunsBrief(ctx context.Context, us []orchestrator.RunsUpdate) ([]*orchestrator.RunBrief, error) {
+	out := make([]*orchestrator.RunBrief, len(us))
+	if !s.pg || len(us) < 2 {
+		for i, u := range us {
+			b, err := s.UpdateRunBrief(ctx, u.ID, u.From, u.RunnerID, u.Update)
+			if err != nil && !guardMissed(err) {
+				return nil, err
+			}
+			out[i] = b
+		}
+		return out, nil
+	}
+	qs := make([]guardedUpdate, len(us))
+	ids := make([]string, len(us))
+	for i, u := range us {
+		qs[i], ids[i] = runUpdate(u.ID, u.From, u.RunnerID, u.Update), u.ID
+	}
+	briefs := map[string]*orchestrator.RunBrief{}
+	single, err := s.updateGrouped(ctx, qs, ids, runBriefColumns, func(rows *sql.Rows) error {
+		var b orchestrator.RunBrief
+		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
+			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt); err != nil {
+			return err
+		}
+		b.CreatedAt = b.CreatedAt.UTC()
+		briefs[b.ID] = &b
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "runs", "")
+	}
+	for i, u := range us {
+		if !single[i] {
+			out[i] = briefs[u.ID]
+			continue
+		}
+		b, err := s.UpdateRunBrief(ctx, u.ID, u.From, u.RunnerID, u.Update)
+		if err != nil && !guardMissed(err) {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// UpdateSessionsBrief implements [orchestrator.BatchBriefUpdater]. On PostgreSQL the events the updates
+// append go in one INSERT after the sessions' UPDATE, which hands out their sequence numbers: call it in a
+// transaction, as the single UpdateSessionBrief with AppendEvents is one.
+func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.SessionsUpdate) ([]*orchestrator.SessionBrief, error) {
+	out := make([]*orchestrator.SessionBrief, len(us))
+	if !s.pg || len(us) < 2 {
+		for i, u := range us {
+			b, err := s.UpdateSessionBrief(ctx, u.ID, u.From, u.Update)
+			if err != nil && !guardMissed(err) {
+				return nil, err
+			}
+			out[i] = b
+		}
+		return out, nil
+	}
+	if !s.inTx {
+		err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
+			var err error
+			out, err = tx.UpdateSessionsBrief(ctx, us)
+			return err
+		})
+		return out, err
+	}
+	qs := make([]guardedUpdate, len(us))
+	ids := make([]string, len(us))
+	for i, u := range us {
+		q, err := sessionUpdate(u.ID, u.From, u.Update)
+		if err != nil {
+			return nil, wrap(err, "session", u.ID)
+		}
+		qs[i], ids[i] = q, u.ID
+	}
+	briefs := map[string]*orchestrator.SessionBrief{}
+	single, err := s.updateGrouped(ctx, qs, ids, sessionBriefColumns, func(rows *sql.Rows) error {
+		var b orchestrator.SessionBrief
+		if err := rows.Scan(&b.ID, &b.AgentName, &b.AgentType, &b.Status, &b.ParentSessionID, &b.LastEventSeq); err != nil {
+			return err
+		}
+		briefs[b.ID] = &b
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "sessions", "")
+	}
+	// The events of every session the grouped statements changed, in one INSERT; their numbers end at the
+	// session's new last_event_seq, as insertEvents numbers them.
+	var events []*eventRow
+	var appended []*orchestrator.Event
+	for i, u := range us {
+		b := briefs[u.ID]
+		if single[i] || b == nil {
+			continue
+		}
+		out[i] = b
+		first := b.LastEventSeq - int64(len(u.Update.AppendEvents)) + 1
+		for k, e := range u.Update.AppendEvents {
+			row := eventRowOf(u.ID, first+int64(k), e)
+			events = append(events, row)
+			appended = append(appended, e)
+		}
+	}
+	if err := insertBatch(ctx, s, events); err != nil {
+		return nil, wrap(err, "events", "")
+	}
+	for k, e := range appended {
+		e.SessionID, e.Seq, e.Time = events[k].SessionID, events[k].Seq, events[k].Time
+	}
+	for i, u := range us {
+		if !single[i] {
+			continue
+		}
+		b, err := s.UpdateSessionBrief(ctx, u.ID, u.From, u.Update)
+		if err != nil && !guardMissed(err) {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// guardMissed reports whether err is a guarded update's "the guard did not match": the record is missing
+// or not in an expected state.
+func guardMissed(err error) bool {
+	return errors.Is(err, orchestrator.ErrNotFound) || errors.Is(err, orchestrator.ErrConflict)
+}
+
+// updateGrouped runs the guarded updates qs (of one table; ids[i] is the id qs[i] guards on) on
+// PostgreSQL: those with the same statement text go together, up to maxUpdateGroup in one statement,
+// whose returning columns (the id first) scan reads row by row. It reports which updates it left to be
+// run one at a time, after it: those alone in their shape, and the repeats of an id already in the
+// group, which must see the first one's outcome as a sequence of single updates would.
+func (s *Store) updateGrouped(ctx context.Context, qs []guardedUpdate, ids []string, returning []string, scan func(*sql.Rows) error) ([]bool, error) {
+	single := make([]bool, len(qs))
+	shapes := map[string][]int{}
+	var order []string
+	seen := make(map[string]bool, len(qs))
+	for i := range qs {
+		if seen[ids[i]] {
+			single[i] = true
+			continue
+		}
+		seen[ids[i]] = true
+		if err := s.checkArgs(append(qs[i].args, qs[i].wargs...)); err != nil {
+			return nil, err
+		}
+		key := strings.Join(qs[i].sets, ",") + " WHERE " + strings.Join(qs[i].where, " AND ")
+		if _, ok := shapes[key]; !ok {
+			order = append(order, key)
+		}
+		shapes[key] = append(shapes[key], i)
+	}
+	for _, key := range order {
+		members := shapes[key]
+		if len(members) < 2 {
+			single[members[0]] = true
+			continue
+		}
+		for start := 0; start < len(members); start += maxUpdateGroup {
+			chunk := members[start:min(start+maxUpdateGroup, len(members))]
+			query, args := groupedUpdateSQL(qs, chunk, returning)
+			if err := s.queryRaw(ctx, query, args, scan); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return single, nil
+}
+
+// groupedUpdateSQL writes the guarded updates qs[members], which share their text, as one PostgreSQL
+// statement: UPDATE t SET c = v.p1, … FROM (VALUES ($1::type, …), …) AS v(p1, …) WHERE id = v.pK AND …
+// RETURNING …. Each ? of the shared text becomes a column of the VALUES list, typed after the table column
+// it is compared with or assigned to; the VALUES columns are named p1, p2, … so that the table's columns
+// stay unqualified and unambiguous.
+func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (string, []any) {
+	q := qs[members[0]]
+	var types []string
+	param := func(clause string) string {
+		col, _, _ := strings.Cut(strings.TrimSpace(clause), " ")
+		typ := pgColumnType(col)
+		parts := strings.Split(clause, "?")
+		var b strings.Builder
+		for k, part := range parts {
+			b.WriteString(part)
+			if k < len(parts)-1 {
+				types = append(types, typ)
+				b.WriteString("v.p" + strconv.Itoa(len(types)))
+			}
+		}
+		return b.String()
+	}
+	sets := make([]string, len(q.sets))
+	for k, c := range q.sets {
+		sets[k] = param(c)
+	}
+	where := make([]string, len(q.where))
+	for k, c := range q.where {
+		where[k] = param(c)
+	}
+	row := make([]string, len(types))
+	cols := make([]string, len(types))
+	for k, typ := range types {
+		row[k] = "?::" + typ
+		cols[k] = "p" + strconv.Itoa(k+1)
+	}
+	values := "(" + strings.Join(row, ", ") + ")"
+	var b strings.Builder
+	if len(sets) == 0 {
+		sets = []string{"id = id"} // nothing to change, but the guard is still checked
+	}
+	b.WriteString("UPDATE " + q.table + " SET " + strings.Join(sets, ", ") + " FROM (VALUES ")
+	args := make([]any, 0, len(members)*len(types))
+	for k, i := range members {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(values)
+		args = append(append(args, qs[i].args...), qs[i].wargs...)
+	}
+	b.WriteString(") AS v(" + strings.Join(cols, ", ") + ") WHERE " + strings.Join(where, " AND ") +
+		" RETURNING " + strings.Join(returning, ", "))
+	return pgPlaceholders(b.String()), args
+}
+
+// pgColumnType is the PostgreSQL type of a column of runs or sessions that a guarded update assigns or
+// compares: the parameters of a VALUES list must be typed, as nothing in the list says what they are.
+func pgColumnType(col string) string {
+	switch {
+	case strings.HasSuffix(col, "_at"):
+		return "timestamptz"
+	case col == "usage" || col == "result" || col == "metadata":
+		return "json"
+	case col == "last_event_seq":
+		return "bigint"
+	}
+	return "text"
+}
+
+// queryRaw runs query (in the dialect's placeholders) with args on the store's connection or
+// transaction, past bun and unprepared (its text varies with the size of a group), and calls scan for
+// each row.
+func (s *Store) queryRaw(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
+	var rows *sql.Rows
+	var err error
+	switch w := s.w.(type) {
+	case bun.Tx:
+		rows, err = w.Tx.QueryContext(ctx, query, args...)
+	case *bun.DB:
+		rows, err = w.DB.QueryContext(ctx, query, args...)
+	default:
+		return errors.New("sqlstore: no connection to query on")
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
