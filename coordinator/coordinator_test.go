@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/pgtest"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -28,6 +29,23 @@ func newStore(t *testing.T) *sqlstore.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// stores are the stores a test that depends on the store's dialect runs on: a SQLite file always, and a
+// PostgreSQL schema of its own when ORCHESTRATOR_TEST_POSTGRES_URL is set.
+func stores(t *testing.T) map[string]func(t *testing.T) *sqlstore.Store {
+	kinds := map[string]func(t *testing.T) *sqlstore.Store{"SQLite": newStore}
+	if base := pgtest.URL(); base != "" {
+		kinds["Postgres"] = func(t *testing.T) *sqlstore.Store {
+			st, err := sqlstore.New(context.Background(), pgtest.Schema(t, base, "coordtest"), nil)
+			if err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}
+	}
+	return kinds
 }
 
 // newCoordinator returns a coordinator over cfg.Store, or over a fresh SQLite file store if it is nil.
@@ -954,11 +972,21 @@ func TestOfflineRunnerFailsOnlyItsOwnRuns(t *testing.T) {
 	}
 }
 
-// TestReportRuns: final reports recorded together, each with the answer ReportRun would give.
+// TestReportRuns: final reports recorded together, each with the answer ReportRun would give. On
+// PostgreSQL the group's ends are written with one statement per table.
 func TestReportRuns(t *testing.T) {
 	t.Parallel()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testReportRuns(t, open(t))
+		})
+	}
+}
+
+func testReportRuns(t *testing.T, st *sqlstore.Store) {
 	ctx := context.Background()
-	c := newCoordinator(t, coordinator.Config{})
+	c := newCoordinator(t, coordinator.Config{Store: st})
 	a := register(t, c, "host-a", crawler())
 	var sessions []string
 	for range 4 {

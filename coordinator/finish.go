@@ -19,7 +19,101 @@ import (
 // one, else the newest result event of the run, else its last assistant message — appends the result and
 // run_ended events, and records and delivers callbacks.
 func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *effects, runID, runnerID string, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) error {
-	now := c.now()
+	e := c.newEnding(runID, runnerID, status, res, errMsg)
+	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, e.runUpdate())
+	if err != nil {
+		return err
+	}
+	e.run = run
+	defer e.endSpan()
+	if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
+		return err
+	}
+	s, err := updateSessionBrief(ctx, tx, run.SessionID, sessionStatusesBeforeEnd, e.session)
+	if err != nil {
+		return err
+	}
+	return c.afterSessionEnd(e.ctx, tx, fx, e, s)
+}
+
+// finishRuns ends the runs of reps (final reports) inside tx as finishRun ends each, all or none: a
+// report that does not apply as it stands (its guard, or its session's, does not match) fails the
+// whole group with its error. With a store that updates many records at once
+// ([orchestrator.BatchBriefUpdater]) the group's runs are written with one call and their sessions with
+// another — on PostgreSQL one statement per table for the whole group — instead of a few statements per
+// run.
+func (c *Coordinator) finishRuns(ctx context.Context, tx orchestrator.Store, fx *effects, reps []orchestrator.RunReport) error {
+	b, ok := tx.(orchestrator.BatchBriefUpdater)
+	if !ok {
+		for _, rep := range reps {
+			if err := c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ends := make([]*ending, len(reps))
+	rus := make([]orchestrator.RunsUpdate, len(reps))
+	for i, rep := range reps {
+		ends[i] = c.newEnding(rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error)
+		rus[i] = orchestrator.RunsUpdate{ID: rep.RunID, From: runStatusesBefore(rep.Status), RunnerID: rep.RunnerID, Update: ends[i].runUpdate()}
+	}
+	runs, err := b.UpdateRunsBrief(ctx, rus)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, e := range ends {
+			e.endSpan()
+		}
+	}()
+	sus := make([]orchestrator.SessionsUpdate, len(reps))
+	for i, e := range ends {
+		if runs[i] == nil {
+			return orchestrator.Errorf(orchestrator.ErrConflict, "run_conflict", "run %s cannot end as %s", e.runID, e.status)
+		}
+		e.run = runs[i]
+		if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
+			return err
+		}
+		sus[i] = orchestrator.SessionsUpdate{ID: e.run.SessionID, From: sessionStatusesBeforeEnd, Update: e.session}
+	}
+	sessions, err := b.UpdateSessionsBrief(ctx, sus)
+	if err != nil {
+		return err
+	}
+	for i, e := range ends {
+		if sessions[i] == nil {
+			return orchestrator.Errorf(orchestrator.ErrConflict, "session_conflict", "session %s of run %s is not live", e.run.SessionID, e.runID)
+		}
+		if err := c.afterSessionEnd(e.ctx, tx, fx, e, sessions[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionStatusesBeforeEnd guards a session's end: it ends from pending (a run that never started) or
+// running.
+var sessionStatusesBeforeEnd = []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning}
+
+// ending is one run's end on its way through finishRun or finishRuns.
+type ending struct {
+	runID, runnerID string
+	status          orchestrator.RunStatus
+	res             *orchestrator.Result
+	errMsg          string
+	now             time.Time
+
+	run     *orchestrator.RunBrief     // the run, once updated
+	ctx     context.Context            // the report's span, when the run is traced
+	span    trace.Span                 // nil when not traced
+	session orchestrator.SessionUpdate // the session's end, once prepared
+}
+
+// newEnding fills in the error message an end records: none for completed, else the reported one, the
+// result's, or the status.
+func (c *Coordinator) newEnding(runID, runnerID string, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) *ending {
 	if errMsg == "" && res != nil && status != orchestrator.RunCompleted {
 		errMsg = res.Error
 	}
@@ -32,24 +126,40 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	if status == orchestrator.RunCompleted {
 		errMsg = ""
 	}
-	ru := orchestrator.RunUpdate{Status: &status, Error: &errMsg, EndedAt: &now}
-	if res != nil {
-		ru.Usage = res.Usage // the reported usage, kept on the run
+	return &ending{runID: runID, runnerID: runnerID, status: status, res: res, errMsg: errMsg, now: c.now()}
+}
+
+// runUpdate is the run's side of the end.
+func (e *ending) runUpdate() orchestrator.RunUpdate {
+	ru := orchestrator.RunUpdate{Status: &e.status, Error: &e.errMsg, EndedAt: &e.now}
+	if e.res != nil {
+		ru.Usage = e.res.Usage // the reported usage, kept on the run
 	}
-	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, ru)
-	if err != nil {
-		return err
+	return ru
+}
+
+func (e *ending) endSpan() {
+	if e.span != nil {
+		e.span.End()
 	}
+}
+
+// prepareSessionEnd starts the report's span (for a traced run), settles the result and writes the
+// session's update into e.session: the end's status, result and error, with the result and run_ended
+// events.
+func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx orchestrator.Store, e *ending) error {
+	run, status, errMsg, now := e.run, e.status, e.errMsg, e.now
+	e.ctx = ctx
 	if run.TraceParent != "" {
-		var span trace.Span
-		ctx, span = c.tracer.Start(traces.Parent(ctx, run.TraceParent), spanReport, trace.WithAttributes(
+		e.ctx, e.span = c.tracer.Start(traces.Parent(ctx, run.TraceParent), spanReport, trace.WithAttributes(
 			attrAgent.String(run.AgentName), attrRun.String(run.ID), attrSession.String(run.SessionID), attrStatus.String(string(status))))
-		defer span.End()
 	}
 	var events []*orchestrator.Event
 	fromEvent := false
+	res := e.res
 	if res == nil {
-		res, fromEvent, err = c.deriveResult(ctx, tx, run)
+		var err error
+		res, fromEvent, err = c.deriveResult(e.ctx, tx, run)
 		if err != nil {
 			return err
 		}
@@ -63,6 +173,7 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 	if status != orchestrator.RunCompleted && res.Error == "" {
 		res.Error = errMsg
 	}
+	e.res = res
 	if !fromEvent {
 		events = append(events, eventOf(orchestrator.EventResult, now, res))
 	}
@@ -70,14 +181,17 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 		"run_id": run.ID, "status": status, "error": errMsg,
 	}))
 	sessionStatus := orchestrator.SessionStatus(status)
-	upd := orchestrator.SessionUpdate{Status: &sessionStatus, Result: res, Error: &errMsg, EndedAt: &now, UpdatedAt: now, AppendEvents: events}
+	e.session = orchestrator.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
 	if run.RunnerID != "" {
-		upd.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
+		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
-	s, err := updateSessionBrief(ctx, tx, run.SessionID, []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning}, upd)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// afterSessionEnd follows a session's end: it notes the end for the wake-ups, logs and metrics, queues
+// the run's webhook, and records and delivers callbacks.
+func (c *Coordinator) afterSessionEnd(ctx context.Context, tx orchestrator.Store, fx *effects, e *ending, s *orchestrator.SessionBrief) error {
+	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
 	if run.Limited {

@@ -41,7 +41,8 @@ func (c *Coordinator) checkReport(rep *orchestrator.RunReport) error {
 }
 
 // ReportRuns implements [orchestrator.BatchReporter]: the final reports among reps (completed, failed,
-// stopped) are recorded in one store transaction — one commit for all of them — and the rest one by one, as
+// stopped) are recorded in one store transaction — one commit for all of them, and with a store that has
+// [orchestrator.BatchBriefUpdater] one call per table for all of them — and the rest one by one, as
 // ReportRun records them. When one of the batched reports does not apply as it stands (a repeat, a runner
 // that no longer holds its run, a run stopped meanwhile) or the transaction fails, nothing of it is kept and
 // each of those reports is recorded on its own instead, so that each gets the answer ReportRun would give and
@@ -66,16 +67,14 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 		}
 		return errs
 	}
+	group := make([]orchestrator.RunReport, len(ended))
+	for k, i := range ended {
+		group[k] = reps[i]
+	}
 	fx := &effects{}
 	err := c.inTx(ctx, opReportBatch, func(ctx context.Context, tx orchestrator.Store) error {
 		*fx = effects{}
-		for _, i := range ended {
-			rep := reps[i]
-			if err := c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.finishRuns(ctx, tx, fx, group)
 	})
 	if err == nil {
 		c.apply(fx)
