@@ -232,6 +232,29 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getRunResult serves GET /runs/{id}/result[?wait=]: the run's outcome once it has ended, or its
+// session's current status when the wait elapses first (see [orchestrator.Coordinator.WaitRun]). It is
+// 200 either way; the caller looks at status to see which happened.
+func (s *server) getRunResult(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	wait, err := s.queryWait(r, "wait", 0)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		extendWriteDeadline(w, wait)
+	}
+	res, err := s.coord.WaitRun(r.Context(), id, wait)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
 func (s *server) stopRun(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {

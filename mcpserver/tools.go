@@ -469,8 +469,9 @@ const startWait = time.Millisecond
 // a session it creates must be known, to be stopped.
 const startTimeout = time.Minute
 
-// run starts or resumes a session. A sync run is waited for up to SyncWait, after which the answer says
-// how to go on (the session keeps running). When the client cancels a sync call, the run it started is
+// run starts or resumes a session. A sync run is waited for up to SyncWait — the run, not its session,
+// which a callback may resume the moment the run ends — after which the answer says how to go on (the
+// session keeps running). When the client cancels a sync call, the run it started is
 // stopped; when the client goes away without cancelling, the call stops waiting and the session runs on.
 func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p orchestrator.StartRunParams) (RunOutput, error) {
 	deadline := time.Now().Add(s.cfg.SyncWait)
@@ -491,17 +492,14 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p 
 	if sync && !res.Status.Ended() {
 		prog := s.progress(req, res.SessionID)
 		prog.send(ctx, fmt.Sprintf("started (run %s); waiting for it to end", res.RunID))
-		sess, err := s.wait(ctx, prog, res.SessionID, time.Until(deadline))
+		ended, err := s.waitRun(ctx, prog, res.RunID, time.Until(deadline))
 		if err != nil {
 			if ctx.Err() != nil {
 				return RunOutput{}, s.interrupted(ctx, req, c, res)
 			}
 			return RunOutput{}, err
 		}
-		out.Status = sess.Status
-		if sess.Status.Ended() {
-			res.Result, res.Error = sess.Result, sess.Error
-		}
+		out.Status, res.Result, res.Error = ended.Status, ended.Result, ended.Error
 	}
 	switch {
 	case out.Status.Ended():
