@@ -11,8 +11,8 @@ import (
 )
 
 // startRun serves POST /runs. The body is [orchestrator.StartRunParams]: type says start or resume, mode
-// how the caller learns the outcome. A sync run waits for the session to end up to ?wait= (default and
-// cap: Config.MaxWait) and answers with its result; other modes answer at once. The legacy "mode":
+// how the caller learns the outcome. A sync run waits for the run to end up to ?wait= (default and
+// cap: Config.MaxWait) and answers with its own result (see [orchestrator.Coordinator.WaitRun]); other modes answer at once. The legacy "mode":
 // "resume" is a resume in sync mode when ?wait= is given, async_poll otherwise. The caller's
 // X-Agent-Session-Id becomes parent_session_id when a new session names none.
 //

@@ -133,8 +133,9 @@ type RunOutput struct {
 	SessionID string                     `json:"session_id"`
 	RunID     string                     `json:"run_id,omitempty"`
 	Status    orchestrator.SessionStatus `json:"status" jsonschema:"the session's status; the result is final once it is completed, failed or stopped"`
-	// Result is set once the session has ended.
-	Result *orchestrator.Result `json:"result,omitempty" jsonschema:"the session's result, once it has ended"`
+	// Result is set once the session has ended: for a sync start or resume, the result of the run it
+	// started, even when a callback has resumed the session since.
+	Result *orchestrator.Result `json:"result,omitempty" jsonschema:"the result, once ended: of the run a sync start or resume started, else the session's"`
 	// Error says why the session failed or stopped.
 	Error string `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
 	// Note tells the model what to do next when the answer is not final.
