@@ -472,8 +472,8 @@ const startTimeout = time.Minute
 
 // run starts or resumes a session. A sync run is waited for up to SyncWait — the run, not its session,
 // which a callback may resume the moment the run ends — after which the answer says how to go on (the
-// session keeps running). When the client cancels a sync call, the run it started is
-// stopped; when the client goes away without cancelling, the call stops waiting and the session runs on.
+// session keeps running). When the client cancels a sync call, the run it started is stopped; when the
+// client goes away without cancelling, the call stops waiting and the session runs on.
 func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p orchestrator.StartRunParams) (RunOutput, error) {
 	deadline := time.Now().Add(s.cfg.SyncWait)
 	sync := p.Mode == orchestrator.ModeSync
