@@ -22,10 +22,19 @@ type Coordinator interface {
 	DeleteAgent(ctx context.Context, name string) error
 
 	// StartRun starts a session (or resumes one) and queues its run. Parameters are validated first; a
-	// failure is a *ValidationError and nothing is created. In sync mode it waits for the session to end (up
-	// to p.Wait) and returns the result.
+	// failure is a *ValidationError and nothing is created. In sync mode it waits for the run to end (up to
+	// p.Wait) and returns its outcome, as WaitRun does.
 	StartRun(ctx context.Context, p StartRunParams) (*StartRunResult, error)
 	GetRun(ctx context.Context, id string) (*Run, error)
+	// WaitRun returns a run's outcome once it has ended — its end status, its own result and error — or,
+	// when wait elapses first, the run's ids and its session's current status without a result. An unknown
+	// run is ErrNotFound.
+	//
+	// It exists because a session's outcome is not always its run's: a session can be resumed the moment a
+	// run ends (by the callback of a child started in async_callback mode that ended first), and then the
+	// session's status and result are already the next run's. A caller that started a run and waits for it
+	// (a sync start that outlives its first wait) waits with WaitRun, not WaitSession.
+	WaitRun(ctx context.Context, id string, wait time.Duration) (*StartRunResult, error)
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 	// StopRun stops a run: a pending run at once, a claimed or running one through its runner.
 	StopRun(ctx context.Context, id string) (*Run, error)
@@ -166,9 +175,11 @@ type StartRunParams struct {
 type StartRunResult struct {
 	RunID     string `json:"run_id"`
 	SessionID string `json:"session_id"`
-	// Status is the session's status: pending when queued, the final status when a sync run ended.
+	// Status is the session's status while the run is going (pending when queued), the run's end status
+	// once it has ended (a sync start that ended within its wait, or WaitRun).
 	Status SessionStatus `json:"status"`
-	// Result is set when a sync run ended within the wait.
+	// Result is the run's own result, set once it has ended (a sync start that ended within its wait, or
+	// WaitRun).
 	Result *Result `json:"result,omitempty"`
 	// Error says why a sync run failed or stopped.
 	Error string `json:"error,omitempty"`

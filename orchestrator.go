@@ -49,7 +49,7 @@ func (t *AgentType) UnmarshalJSON(b []byte) error {
 type Mode string
 
 const (
-	// ModeSync: the caller waits for the session to end and gets the result in the response.
+	// ModeSync: the caller waits for the run to end and gets its result in the response.
 	ModeSync Mode = "sync"
 	// ModeAsyncPoll: the caller gets the session id at once and polls (or long-polls) for the result.
 	ModeAsyncPoll Mode = "async_poll"

@@ -41,7 +41,7 @@ type Config struct {
 	// ParkAfter parks a pending run that no live runner can take after this long: claims skip it until a
 	// runner that matches it registers. Default 2s.
 	ParkAfter time.Duration
-	// SyncWait bounds how long a sync StartRun waits for the session to end before answering with the
+	// SyncWait bounds how long a sync StartRun waits for its run to end before answering with the
 	// session's current status. Default 5m.
 	SyncWait time.Duration
 	// StopResend is how long a stop handed to a runner may go unanswered before it is handed again.

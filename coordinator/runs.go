@@ -78,8 +78,8 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	return c.answer(ctx, p, &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending})
 }
 
-// answer completes StartRun's answer: in sync mode, it waits for the session to end (up to p.Wait) and
-// adds its outcome.
+// answer completes StartRun's answer: in sync mode, it waits for the run to end (up to p.Wait) and adds
+// its outcome (see [Coordinator.WaitRun]).
 func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams, res *orchestrator.StartRunResult) (*orchestrator.StartRunResult, error) {
 	if p.Mode != orchestrator.ModeSync {
 		if res.Replayed {
@@ -93,25 +93,43 @@ func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams,
 	if wait <= 0 || wait > c.cfg.SyncWait {
 		wait = c.cfg.SyncWait
 	}
-	// Wait for this run, not for the session: a callback can resume the session the moment this run ends
-	// (a child started in async_callback mode that ended first), and the answer is this run's outcome.
-	var run *orchestrator.Run
-	if _, err := c.await(ctx, wait, sessionKey(res.SessionID), "", func() (bool, error) {
-		var err error
-		run, err = c.store.GetRun(ctx, res.RunID)
-		return err == nil && run.Status.Terminal(), err
-	}); err != nil {
-		return nil, err
-	}
-	s, err := c.GetSession(ctx, res.SessionID)
+	out, err := c.WaitRun(ctx, res.RunID, wait)
 	if err != nil {
 		return nil, err
 	}
-	res.Status = s.Status
-	if run == nil || !run.Status.Terminal() {
-		return res, nil // still going when the wait ended
+	out.Replayed = res.Replayed
+	return out, nil
+}
+
+// WaitRun returns the run's outcome once it has ended, or its session's current status when wait elapses
+// first. It waits for the run, not for the session: a callback can resume the session the moment the run
+// ends (a child started in async_callback mode that ended first), and the answer is this run's outcome,
+// read from the session's log when the session has moved on. It parks on a notification, never a sleep
+// loop.
+func (c *Coordinator) WaitRun(ctx context.Context, id string, wait time.Duration) (*orchestrator.StartRunResult, error) {
+	run, err := c.GetRun(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	if s.CurrentRunID == run.ID && s.Status.Ended() {
+	if !run.Status.Terminal() && wait > 0 {
+		// A run's end is told on its session's key, like the session's own.
+		if _, err := c.await(ctx, wait, sessionKey(run.SessionID), "", func() (bool, error) {
+			var err error
+			run, err = c.GetRun(ctx, id)
+			return err == nil && run.Status.Terminal(), err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	s, err := c.GetSession(ctx, run.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	res := &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: s.Status}
+	switch {
+	case !run.Status.Terminal():
+		return res, nil // still going when the wait ended
+	case s.CurrentRunID == run.ID && s.Status.Ended():
 		res.Result, res.Error = s.Result, s.Error
 		return res, nil
 	}
@@ -119,7 +137,10 @@ func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams,
 	// run_ended marker.
 	res.Status, res.Error = orchestrator.SessionStatus(run.Status), run.Error
 	res.Result, err = c.resultOfRun(ctx, s.ID, run.ID)
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // resultOfRun reads a past run's result from its session's log: the last result event before the run's

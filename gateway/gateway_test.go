@@ -129,6 +129,14 @@ func TestGatewayScoping(t *testing.T) {
 	wantKind(t, "A stops B", err, orchestrator.ErrForbidden)
 	_, err = ca.GetRun(ctx, b.RunID)
 	wantKind(t, "A reads B's run", err, orchestrator.ErrForbidden)
+	// Checked before the wait: B's run is live, and a wait for it would last the minute.
+	for _, id := range []string{b.RunID, "run_does_not_exist"} {
+		_, err = ca.WaitRun(ctx, id, time.Minute)
+		wantKind(t, "A waits for run "+id, err, orchestrator.ErrForbidden)
+		if orchestrator.ErrorCode(err) != "run_out_of_scope" {
+			t.Errorf("A waits for run %s: code %q, want run_out_of_scope", id, orchestrator.ErrorCode(err))
+		}
+	}
 	_, err = ca.GetSession(ctx, "ses_does_not_exist")
 	wantKind(t, "A reads a missing session", err, orchestrator.ErrForbidden)
 	_, err = ca.ListSessions(ctx, orchestrator.SessionFilter{ParentSessionID: b.SessionID})
@@ -145,6 +153,9 @@ func TestGatewayScoping(t *testing.T) {
 	}
 	must[*orchestrator.Session](t, "GetSession child")(ca.GetSession(ctx, child.SessionID))
 	must[*orchestrator.Run](t, "GetRun child")(ca.GetRun(ctx, child.RunID))
+	if res := must[*orchestrator.StartRunResult](t, "WaitRun child")(ca.WaitRun(ctx, child.RunID, 0)); res.RunID != child.RunID || res.SessionID != child.SessionID {
+		t.Fatalf("WaitRun child = %+v", res)
+	}
 	page := must[*orchestrator.SessionPage](t, "ListSessions")(ca.ListSessions(ctx, orchestrator.SessionFilter{}))
 	if len(page.Sessions) != 1 || page.Sessions[0].ID != child.SessionID {
 		t.Fatalf("ListSessions through the gateway = %+v, want only the child", page.Sessions)
@@ -268,8 +279,8 @@ func TestGatewayLifecycle(t *testing.T) {
 func TestGatewayRoutes(t *testing.T) {
 	t.Parallel()
 	routes := gateway.Routes()
-	if len(routes) != 19 {
-		t.Fatalf("gateway.Routes() = %d routes, want 19 (a route was renamed in httpapi?): %v", len(routes), routes)
+	if len(routes) != 20 {
+		t.Fatalf("gateway.Routes() = %d routes, want 20 (a route was renamed in httpapi?): %v", len(routes), routes)
 	}
 	for _, rt := range routes {
 		if strings.HasPrefix(rt.Pattern, "/runner") || rt.Pattern == "/runners" {
@@ -312,6 +323,7 @@ func TestGatewayOverRemoteCoordinator(t *testing.T) {
 	child := must[*orchestrator.StartRunResult](t, "StartRun child")(c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "c"}))
 	must[*orchestrator.SessionPage](t, "ListSessions")(c.ListSessions(ctx, orchestrator.SessionFilter{}))
 	must[*orchestrator.Run](t, "GetRun child")(c.GetRun(ctx, child.RunID))
+	must[*orchestrator.StartRunResult](t, "WaitRun child")(c.WaitRun(ctx, child.RunID, 10*time.Millisecond))
 	must[*orchestrator.Session](t, "WaitSession child")(c.WaitSession(ctx, child.SessionID, 10*time.Millisecond))
 	must[[]*orchestrator.Event](t, "ListEvents")(c.ListEvents(ctx, a.SessionID, 0, 0, 10*time.Millisecond))
 	must[*orchestrator.Session](t, "StopSession child")(c.StopSession(ctx, child.SessionID))

@@ -230,6 +230,15 @@ func (s *scoped) GetRun(ctx context.Context, id string) (*orchestrator.Run, erro
 	return run, nil
 }
 
+// WaitRun reaches the runs GetRun reaches, with the same answer for the others; the scope is checked
+// before the wait.
+func (s *scoped) WaitRun(ctx context.Context, id string, wait time.Duration) (*orchestrator.StartRunResult, error) {
+	if _, err := s.GetRun(ctx, id); err != nil {
+		return nil, err
+	}
+	return up(s.inner.WaitRun(ctx, id, wait))
+}
+
 func (s *scoped) ListRuns(context.Context, orchestrator.RunFilter) ([]*orchestrator.Run, error) {
 	return nil, unavailable("listing runs")
 }

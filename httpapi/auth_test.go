@@ -104,6 +104,7 @@ func TestRolePolicy(t *testing.T) {
 		"POST /runs":                       "client runner_instance",
 		"GET /runs":                        "client",
 		"GET /runs/{id}":                   "client runner_instance",
+		"GET /runs/{id}/result":            "client runner_instance",
 		"POST /runs/{id}/stop":             "client",
 		"GET /sessions":                    "client runner_instance",
 		"GET /sessions/{id}":               "client runner_instance",

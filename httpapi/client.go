@@ -449,7 +449,7 @@ func (c *Client) DeleteAgent(ctx context.Context, name string) error {
 }
 
 // StartRun implements [orchestrator.Coordinator]. A sync run whose Wait exceeds MaxWait waits the rest
-// with WaitSession.
+// with WaitRun.
 func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
 	if p.Mode == "resume" && p.Wait > 0 && (p.Type == "" || p.Type == orchestrator.RunTypeResume) {
 		// The legacy spelling of a resume that waits, as the in-process coordinator reads it.
@@ -479,14 +479,13 @@ func (c *Client) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*
 	}
 	if p.Mode == orchestrator.ModeSync && !out.Status.Ended() && p.Wait > c.cfg.MaxWait {
 		if rest := p.Wait - time.Since(start); rest > 0 {
-			s, err := c.WaitSession(ctx, out.SessionID, rest)
+			// The run, not the session: a callback may resume the session the moment the run ends.
+			res, err := c.WaitRun(ctx, out.RunID, rest)
 			if err != nil {
 				return nil, err
 			}
-			out.Status = s.Status
-			if s.Status.Ended() {
-				out.Result, out.Error = s.Result, s.Error
-			}
+			res.Replayed = out.Replayed
+			return res, nil
 		}
 	}
 	return &out, nil
@@ -521,6 +520,27 @@ func (c *Client) GetRun(ctx context.Context, id string) (*orchestrator.Run, erro
 		return nil, err
 	}
 	return &out, nil
+}
+
+// WaitRun implements [orchestrator.Coordinator] with GET /runs/{id}/result?wait=, repeated while the wait
+// exceeds MaxWait.
+func (c *Client) WaitRun(ctx context.Context, id string, wait time.Duration) (*orchestrator.StartRunResult, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		chunk := min(time.Until(deadline), c.cfg.MaxWait)
+		cl := call{method: "GET", path: "/runs/" + seg(id) + "/result"}
+		if chunk > 0 {
+			cl.wait = chunk
+			cl.query = url.Values{"wait": {formatWait(chunk)}}
+		}
+		var out orchestrator.StartRunResult
+		if _, err := c.do(ctx, cl, &out); err != nil {
+			return nil, err
+		}
+		if out.Status.Ended() || time.Until(deadline) <= 0 {
+			return &out, nil
+		}
+	}
 }
 
 // ListRuns implements [orchestrator.Coordinator].

@@ -24,6 +24,7 @@
 //	POST   /runs[?wait=]                        C R    StartRunParams → 201 {run_id, session_id, status[, result, error]}
 //	GET    /runs[?status=&session_id=&runner_id=&agent_name=&limit=&after=]   C   {runs, next_cursor}
 //	GET    /runs/{id}                           C R    the run
+//	GET    /runs/{id}/result[?wait=]            C R    {run_id, session_id, status, result?, error?}: the run's own outcome
 //	POST   /runs/{id}/stop                      C      the run
 //	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&order=&limit=&cursor=]  C R  {sessions, next_cursor}
 //	GET    /sessions/{id}[?wait=]               C R    the session (long-polled until it ends)
@@ -53,8 +54,10 @@
 // POST /runs starts or resumes a session. Its "type" says which: start (the default, with agent_name) or
 // resume (with session_id and a prompt). Its "mode" says how the caller learns the outcome: async_poll
 // (the default) answers at once and the caller polls (GET /sessions/{id}/result?wait=), sync waits for
-// the session to end — up to ?wait=, at most [Config.MaxWait] — and answers with its result, and
-// async_callback resumes the parent session with the result. So a resume that waits for its answer is
+// the run to end — up to ?wait=, at most [Config.MaxWait] — and answers with its result, and
+// async_callback resumes the parent session with the result. A sync answer is its own run's outcome even
+// when a callback resumed the session the moment the run ended; GET /runs/{id}/result?wait= goes on
+// waiting for the run after a sync start's wait, with the same answer. So a resume that waits for its answer is
 // {"type": "resume", "mode": "sync", "session_id": …, "prompt": …}. The legacy {"mode": "resume"} is still
 // read as type resume: in sync mode when ?wait= is given, async_poll otherwise.
 //

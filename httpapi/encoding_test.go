@@ -52,6 +52,7 @@ var probes = map[string]probeRoute{
 	"POST /runs":                       {query: []string{"wait"}, body: startRunBody},
 	"GET /runs":                        {query: []string{"status", "session_id", "runner_id", "demand_runner_id", "agent_name", "limit", "after", "created_before"}},
 	"GET /runs/{id}":                   {},
+	"GET /runs/{id}/result":            {query: []string{"wait"}},
 	"POST /runs/{id}/stop":             {},
 	"GET /sessions":                    {query: []string{"status", "agent_name", "parent_session_id", "limit", "cursor", "order", "ended_before"}},
 	"GET /sessions/{id}":               {query: []string{"wait"}},

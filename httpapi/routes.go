@@ -63,6 +63,7 @@ var routeTable = []routeDef{
 	{Route{Method: "POST", Pattern: "/runs", Roles: clientsRunners, LongPoll: true}, (*server).startRun},
 	{Route{Method: "GET", Pattern: "/runs", Roles: clients}, (*server).listRuns},
 	{Route{Method: "GET", Pattern: "/runs/{id}", Roles: clientsRunners}, (*server).getRun},
+	{Route{Method: "GET", Pattern: "/runs/{id}/result", Roles: clientsRunners, LongPoll: true}, (*server).getRunResult},
 	{Route{Method: "POST", Pattern: "/runs/{id}/stop", Roles: clients}, (*server).stopRun},
 
 	{Route{Method: "GET", Pattern: "/sessions", Roles: clientsRunners}, (*server).listSessions},

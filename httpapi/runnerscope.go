@@ -211,6 +211,17 @@ func (s *runnerScoped) GetRun(ctx context.Context, id string) (*orchestrator.Run
 	return run, nil
 }
 
+// WaitRun: the run's session must be in the runner's scope, as for GetRun; the check comes before the
+// wait, so an out-of-scope run is refused at once.
+func (s *runnerScoped) WaitRun(ctx context.Context, id string, wait time.Duration) (*orchestrator.StartRunResult, error) {
+	if boundRunner(ctx) != "" {
+		if _, err := s.GetRun(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return s.inner.WaitRun(ctx, id, wait)
+}
+
 func (s *runnerScoped) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
 	if err := notForRunners(ctx, "list runs"); err != nil {
 		return nil, err

@@ -66,6 +66,9 @@ func TestRunnerScope(t *testing.T) {
 		must[[]*orchestrator.Event](t, "a lists events of "+id)(a.ListEvents(ctx, id, 0, 0, 0))
 	}
 	must[*orchestrator.Run](t, "a reads g's run")(a.GetRun(ctx, g.RunID))
+	if res := must[*orchestrator.StartRunResult](t, "a waits for g's run")(a.WaitRun(ctx, g.RunID, 0)); res.RunID != g.RunID || res.SessionID != g.SessionID {
+		t.Fatalf("a's WaitRun of g's run = %+v", res)
+	}
 	page := must[*orchestrator.SessionPage](t, "a lists s1's children")(a.ListSessions(ctx, orchestrator.SessionFilter{ParentSessionID: s1.SessionID}))
 	if len(page.Sessions) != 1 || page.Sessions[0].ID != c1.SessionID {
 		t.Fatalf("s1's children = %+v, want c1", page.Sessions)
@@ -110,6 +113,7 @@ func TestRunnerScope(t *testing.T) {
 				return err
 			}, "session_not_found", foreign},
 			{"GetRun", func() error { _, err := c.GetRun(ctx, foreignRun); return err }, "run_not_found", foreignRun},
+			{"WaitRun", func() error { _, err := c.WaitRun(ctx, foreignRun, time.Minute); return err }, "run_not_found", foreignRun},
 		}
 	}
 	for _, tc := range []struct {

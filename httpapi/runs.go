@@ -11,8 +11,8 @@ import (
 )
 
 // startRun serves POST /runs. The body is [orchestrator.StartRunParams]: type says start or resume, mode
-// how the caller learns the outcome. A sync run waits for the session to end up to ?wait= (default and
-// cap: Config.MaxWait) and answers with its result; other modes answer at once. The legacy "mode":
+// how the caller learns the outcome. A sync run waits for the run to end up to ?wait= (default and
+// cap: Config.MaxWait) and answers with its own result (see [orchestrator.Coordinator.WaitRun]); other modes answer at once. The legacy "mode":
 // "resume" is a resume in sync mode when ?wait= is given, async_poll otherwise. The caller's
 // X-Agent-Session-Id becomes parent_session_id when a new session names none.
 //
@@ -229,6 +229,29 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, run)
+	return nil
+}
+
+// getRunResult serves GET /runs/{id}/result[?wait=]: the run's outcome once it has ended, or its
+// session's current status when the wait elapses first (see [orchestrator.Coordinator.WaitRun]). It is
+// 200 either way; the caller looks at status to see which happened.
+func (s *server) getRunResult(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	wait, err := s.queryWait(r, "wait", 0)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		extendWriteDeadline(w, wait)
+	}
+	res, err := s.coord.WaitRun(r.Context(), id, wait)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }
 

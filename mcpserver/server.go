@@ -43,9 +43,9 @@ type Config struct {
 	// Default: a short guide to the tools (see [DefaultInstructions]).
 	Instructions string
 
-	// SyncWait bounds how long a sync start_agent_session or resume_agent_session waits for the session
-	// to end before answering with its id and current status. Default 10 minutes. Keep it below the MCP
-	// client's tool timeout.
+	// SyncWait bounds how long a sync start_agent_session or resume_agent_session waits for the run it
+	// started to end before answering with the session's id and current status. Default 10 minutes. Keep
+	// it below the MCP client's tool timeout.
 	SyncWait time.Duration
 	// MaxResultWait caps get_agent_session_result's wait_seconds (larger values are clamped). Default:
 	// SyncWait.

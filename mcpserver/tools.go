@@ -133,8 +133,9 @@ type RunOutput struct {
 	SessionID string                     `json:"session_id"`
 	RunID     string                     `json:"run_id,omitempty"`
 	Status    orchestrator.SessionStatus `json:"status" jsonschema:"the session's status; the result is final once it is completed, failed or stopped"`
-	// Result is set once the session has ended.
-	Result *orchestrator.Result `json:"result,omitempty" jsonschema:"the session's result, once it has ended"`
+	// Result is set once the session has ended: for a sync start or resume, the result of the run it
+	// started, even when a callback has resumed the session since.
+	Result *orchestrator.Result `json:"result,omitempty" jsonschema:"the result, once ended: of the run a sync start or resume started, else the session's"`
 	// Error says why the session failed or stopped.
 	Error string `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
 	// Note tells the model what to do next when the answer is not final.
@@ -469,9 +470,10 @@ const startWait = time.Millisecond
 // a session it creates must be known, to be stopped.
 const startTimeout = time.Minute
 
-// run starts or resumes a session. A sync run is waited for up to SyncWait, after which the answer says
-// how to go on (the session keeps running). When the client cancels a sync call, the run it started is
-// stopped; when the client goes away without cancelling, the call stops waiting and the session runs on.
+// run starts or resumes a session. A sync run is waited for up to SyncWait — the run, not its session,
+// which a callback may resume the moment the run ends — after which the answer says how to go on (the
+// session keeps running). When the client cancels a sync call, the run it started is stopped; when the
+// client goes away without cancelling, the call stops waiting and the session runs on.
 func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p orchestrator.StartRunParams) (RunOutput, error) {
 	deadline := time.Now().Add(s.cfg.SyncWait)
 	sync := p.Mode == orchestrator.ModeSync
@@ -491,17 +493,14 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, c caller, p 
 	if sync && !res.Status.Ended() {
 		prog := s.progress(req, res.SessionID)
 		prog.send(ctx, fmt.Sprintf("started (run %s); waiting for it to end", res.RunID))
-		sess, err := s.wait(ctx, prog, res.SessionID, time.Until(deadline))
+		ended, err := s.waitRun(ctx, prog, res.RunID, time.Until(deadline))
 		if err != nil {
 			if ctx.Err() != nil {
 				return RunOutput{}, s.interrupted(ctx, req, c, res)
 			}
 			return RunOutput{}, err
 		}
-		out.Status = sess.Status
-		if sess.Status.Ended() {
-			res.Result, res.Error = sess.Result, sess.Error
-		}
+		out.Status, res.Result, res.Error = ended.Status, ended.Result, ended.Error
 	}
 	switch {
 	case out.Status.Ended():

@@ -49,27 +49,39 @@ func (p *progress) send(ctx context.Context, msg string) {
 	})
 }
 
-// wait waits up to d for the session to end (WaitSession), sending a progress notification every
-// ProgressInterval meanwhile, which keeps clients that reset their timeout on progress waiting.
+// wait waits up to d for the session to end (WaitSession), with progress notifications (see waitWith).
 func (s *server) wait(ctx context.Context, prog *progress, sessionID string, d time.Duration) (*orchestrator.Session, error) {
+	return waitWith(s, ctx, prog, func() (*orchestrator.Session, error) { return s.coord.WaitSession(ctx, sessionID, d) })
+}
+
+// waitRun waits up to d for a run the call started to end (WaitRun), with progress notifications (see
+// waitWith). It waits for the run, not its session: a callback can resume the session the moment the run
+// ends, and the call's answer is its own run's outcome.
+func (s *server) waitRun(ctx context.Context, prog *progress, runID string, d time.Duration) (*orchestrator.StartRunResult, error) {
+	return waitWith(s, ctx, prog, func() (*orchestrator.StartRunResult, error) { return s.coord.WaitRun(ctx, runID, d) })
+}
+
+// waitWith runs wait, sending a progress notification every ProgressInterval meanwhile, which keeps
+// clients that reset their timeout on progress waiting.
+func waitWith[T any](s *server, ctx context.Context, prog *progress, wait func() (T, error)) (T, error) {
 	if prog.token == nil {
-		return s.coord.WaitSession(ctx, sessionID, d)
+		return wait()
 	}
 	type result struct {
-		sess *orchestrator.Session
-		err  error
+		v   T
+		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		sess, err := s.coord.WaitSession(ctx, sessionID, d)
-		done <- result{sess, err}
+		v, err := wait()
+		done <- result{v, err}
 	}()
 	tick := time.NewTicker(s.cfg.ProgressInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case r := <-done:
-			return r.sess, r.err
+			return r.v, r.err
 		case <-tick.C:
 			prog.send(ctx, fmt.Sprintf("waiting for it to end (%s)", time.Since(prog.start).Round(time.Second)))
 		}

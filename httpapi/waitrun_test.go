@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
+)
+
+// startSignal is the served Coordinator, telling when the handler's StartRun has answered: the callback
+// case holds the parent's first run until then, so that the client's first wait surely ends before the
+// run does and the client goes on waiting on its own.
+type startSignal struct {
+	orchestrator.Coordinator
+	once     sync.Once
+	answered chan struct{}
+}
+
+func (s *startSignal) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
+	res, err := s.Coordinator.StartRun(ctx, p)
+	s.once.Do(func() { close(s.answered) })
+	return res, err
+}
+
+// callbackEnv serves an in-process coordinator over HTTP and plays the callback case on it; the case's
+// first run is held until release is closed.
+func callbackEnv(t *testing.T, release <-chan struct{}, served orchestrator.Coordinator, coord *coordinator.Coordinator) (*httptest.Server, <-chan callbackcase.Played) {
+	t.Helper()
+	played, err := callbackcase.Play(t.Context(), coord, release)
+	if err != nil {
+		t.Fatalf("set the callback case up: %v", err)
+	}
+	srv := httptest.NewServer(checkedHandler(t, NewHandler(served, Config{Tokens: testTokens})))
+	t.Cleanup(srv.Close)
+	return srv, played
+}
+
+func playedFirstRun(t *testing.T, played <-chan callbackcase.Played) string {
+	t.Helper()
+	p := <-played
+	if p.Err != nil {
+		t.Fatalf("playing the callback case: %v", p.Err)
+	}
+	return p.FirstRunID
+}
+
+// wantFirstRun checks an answer is the first run's completed outcome, and that the session has since
+// moved on to the resumed run (else the case did not happen and the test proves nothing).
+func wantFirstRun(t *testing.T, c orchestrator.Coordinator, what string, got *orchestrator.StartRunResult, firstRunID string) {
+	t.Helper()
+	if got.RunID != firstRunID || got.Status != orchestrator.SessionCompleted || got.Result == nil || got.Result.ResultText != callbackcase.FirstResult {
+		t.Errorf("%s = run %s %s %+v, want run %s completed with %q", what, got.RunID, got.Status, got.Result, firstRunID, callbackcase.FirstResult)
+	}
+	s := must[*orchestrator.Session](t, "WaitSession")(c.WaitSession(t.Context(), got.SessionID, time.Minute))
+	if s.CurrentRunID == firstRunID || s.Result == nil || s.Result.ResultText != callbackcase.ResumedResult {
+		t.Fatalf("the session was not resumed: current run %s, result %+v", s.CurrentRunID, s.Result)
+	}
+}
+
+// TestClientSyncStartLongWaitAnswersItsOwnRun: a sync StartRun whose wait exceeds the client's MaxWait
+// goes on waiting after the first request; its answer is the run's own outcome, not the session's,
+// which a callback resumed the moment the run ended.
+func TestClientSyncStartLongWaitAnswersItsOwnRun(t *testing.T) {
+	t.Parallel()
+	coord := newCoordinator(t, coordinator.Config{})
+	served := &startSignal{Coordinator: coord, answered: make(chan struct{})}
+	srv, played := callbackEnv(t, served.answered, served, coord)
+	client, err := NewClient(srv.URL, ClientConfig{Token: clientTok, MaxWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := must[*orchestrator.StartRunResult](t, "StartRun")(client.StartRun(t.Context(), orchestrator.StartRunParams{
+		AgentName: callbackcase.Parent, Prompt: "delegate", Mode: orchestrator.ModeSync, Wait: time.Minute,
+	}))
+	wantFirstRun(t, client, "the sync answer", res, playedFirstRun(t, played))
+}
+
+// TestWaitRunOverHTTP: GET /runs/{id}/result answers with the run's own outcome, at once or after a
+// wait, even once the session has moved on to a later run; an unknown run is 404 run_not_found.
+func TestWaitRunOverHTTP(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	coord := newCoordinator(t, coordinator.Config{})
+	release := make(chan struct{})
+	srv, played := callbackEnv(t, release, coord, coord)
+	client, err := NewClient(srv.URL, ClientConfig{Token: clientTok, MaxWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := must[*orchestrator.StartRunResult](t, "StartRun")(client.StartRun(ctx, orchestrator.StartRunParams{AgentName: callbackcase.Parent, Prompt: "delegate"}))
+
+	now := must[*orchestrator.StartRunResult](t, "WaitRun(0)")(client.WaitRun(ctx, started.RunID, 0))
+	if now.RunID != started.RunID || now.SessionID != started.SessionID || now.Status.Ended() || now.Result != nil {
+		t.Errorf("WaitRun(0) of a live run = %+v, want its ids, a live status and no result", now)
+	}
+	close(release)
+	// Several requests of at most MaxWait each, the run ending during one of them.
+	res := must[*orchestrator.StartRunResult](t, "WaitRun")(client.WaitRun(ctx, started.RunID, time.Minute))
+	first := playedFirstRun(t, played)
+	wantFirstRun(t, client, "WaitRun", res, first)
+	again := must[*orchestrator.StartRunResult](t, "WaitRun after the resume")(client.WaitRun(ctx, first, 0))
+	wantFirstRun(t, client, "WaitRun after the resume", again, first)
+
+	_, err = client.WaitRun(ctx, "run_unknown", time.Minute)
+	if !errors.Is(err, orchestrator.ErrNotFound) || orchestrator.ErrorCode(err) != "run_not_found" {
+		t.Errorf("WaitRun(unknown) = %v, want ErrNotFound run_not_found", err)
+	}
+	for _, q := range []string{"wait=soon", "wait=-1"} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/runs/"+first+"/result?"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+clientTok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET /runs/{id}/result?%s = %d, want 400", q, resp.StatusCode)
+		}
+	}
+}

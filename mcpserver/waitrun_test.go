@@ -1,0 +1,81 @@
+package mcpserver_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
+	"github.com/agentorchestrator/orchestrator/mcpserver"
+	"github.com/agentorchestrator/orchestrator/store/sqlstore"
+)
+
+// startSignal is the server's Coordinator, telling when its StartRun has answered: the callback case
+// holds the parent's first run until then, so that the tool surely waits for the run itself.
+type startSignal struct {
+	orchestrator.Coordinator
+	once     sync.Once
+	answered chan struct{}
+}
+
+func (s *startSignal) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
+	res, err := s.Coordinator.StartRun(ctx, p)
+	s.once.Do(func() { close(s.answered) })
+	return res, err
+}
+
+// TestSyncStartAnswersItsOwnRun: a sync start_agent_session answers with the outcome of the run it
+// started, even when a callback from the session's child resumed the session the moment that run ended
+// (the session's result is by then the resumed run's). With a progress token, the wait goes on beside
+// the notifications.
+func TestSyncStartAnswersItsOwnRun(t *testing.T) {
+	for _, progress := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "with progress"}[progress], func(t *testing.T) {
+			ctx := t.Context()
+			st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			coord, err := coordinator.New(coordinator.Config{Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := &startSignal{Coordinator: coord, answered: make(chan struct{})}
+			played, err := callbackcase.Play(ctx, coord, served.answered)
+			if err != nil {
+				t.Fatalf("set the callback case up: %v", err)
+			}
+			var opts *mcp.ClientOptions
+			if progress {
+				opts = &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {}}
+			}
+			cs := connectInMemory(t, mcpserver.New(served, mcpserver.Config{ProgressInterval: 10 * time.Millisecond}), opts)
+			p := &mcp.CallToolParams{Name: "start_agent_session", Arguments: map[string]any{"agent_name": callbackcase.Parent, "prompt": "delegate"}}
+			if progress {
+				p.SetProgressToken("tok")
+			}
+			out := ok[mcpserver.RunOutput](t, callParams(t, cs, p))
+			pl := <-played
+			if pl.Err != nil {
+				t.Fatalf("playing the callback case: %v", pl.Err)
+			}
+			if out.RunID != pl.FirstRunID || out.Status != orchestrator.SessionCompleted || out.Result == nil || out.Result.ResultText != callbackcase.FirstResult {
+				t.Errorf("sync start = run %s %s %+v, want run %s completed with %q", out.RunID, out.Status, out.Result, pl.FirstRunID, callbackcase.FirstResult)
+			}
+			s, err := coord.WaitSession(ctx, out.SessionID, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.CurrentRunID == pl.FirstRunID || s.Result == nil || s.Result.ResultText != callbackcase.ResumedResult {
+				t.Fatalf("the session was not resumed: current run %s, result %+v", s.CurrentRunID, s.Result)
+			}
+		})
+	}
+}
