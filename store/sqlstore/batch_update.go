@@ -4,10 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -16,13 +15,14 @@ import (
 // UpdateRunsBrief and one of UpdateSessionsBrief ([orchestrator.BatchBriefUpdater]). On PostgreSQL each
 // statement is a round trip, and a run's end took three of them (its run, its session, its events): here
 // the updates of a group that change the same columns under the same kind of guard go in one
-// UPDATE … FROM (VALUES …) statement per table, and the group's events in one multi-row INSERT. On SQLite a
+// UPDATE … FROM unnest(…) statement per table, prepared once, and the group's events in one multi-row
+// INSERT. On SQLite a
 // statement costs no round trip and the transactions of concurrent callers already share one commit
 // (batch.go), so each update runs alone, as UpdateRunBrief and UpdateSessionBrief run it.
 
-// maxUpdateGroup bounds the members of one grouped UPDATE, so that its parameters stay far below
-// PostgreSQL's limit of 65,535 and its text small.
-const maxUpdateGroup = 256
+// maxUpdateGroup bounds the members of one grouped UPDATE, so that one statement's arrays stay a few
+// hundred kilobytes at most.
+const maxUpdateGroup = 1024
 
 // UpdateRunsBrief implements [orchestrator.BatchBriefUpdater].
 func (s *Store) UpdateRunsBrief(ctx context.Context, us []orchestrator.RunsUpdate) ([]*orchestrator.RunBrief, error) {
@@ -131,7 +131,7 @@ func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.Sessi
 			appended = append(appended, e)
 		}
 	}
-	if err := insertBatch(ctx, s, events); err != nil {
+	if err := s.insertEventRows(ctx, events); err != nil {
 		return nil, wrap(err, "events", "")
 	}
 	for k, e := range appended {
@@ -148,6 +148,35 @@ func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.Sessi
 		out[i] = b
 	}
 	return out, nil
+}
+
+// insertEventRows inserts rows on PostgreSQL in one prepared statement over arrays, whatever their
+// number.
+func (s *Store) insertEventRows(ctx context.Context, rows []*eventRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	cols := make([][]any, 5)
+	for _, r := range rows {
+		var data any
+		if r.Data != nil {
+			data = string(r.Data)
+		}
+		for k, v := range []any{r.SessionID, r.Seq, r.Type, formatTime(r.Time), data} {
+			cols[k] = append(cols[k], v)
+		}
+	}
+	args := make([]any, len(cols))
+	for k, c := range cols {
+		lit, err := pgArray(c)
+		if err != nil {
+			return err
+		}
+		args[k] = lit
+	}
+	_, err := s.execPrepared(ctx, "INSERT INTO events (session_id, seq, type, time, data)"+
+		" SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::timestamptz[], ?::json[])", args...)
+	return err
 }
 
 // guardMissed reports whether err is a guarded update's "the guard did not match": the record is missing
@@ -189,8 +218,15 @@ func (s *Store) updateGrouped(ctx context.Context, qs []guardedUpdate, ids []str
 		}
 		for start := 0; start < len(members); start += maxUpdateGroup {
 			chunk := members[start:min(start+maxUpdateGroup, len(members))]
-			query, args := groupedUpdateSQL(qs, chunk, returning)
-			if err := s.queryRaw(ctx, query, args, scan); err != nil {
+			query, args, err := groupedUpdateSQL(qs, chunk, returning)
+			if err != nil {
+				return nil, err
+			}
+			stmt, err := s.prepared(ctx, query)
+			if err != nil {
+				return nil, err
+			}
+			if err := scanRows(ctx, stmt, args, scan); err != nil {
 				return nil, err
 			}
 		}
@@ -199,22 +235,24 @@ func (s *Store) updateGrouped(ctx context.Context, qs []guardedUpdate, ids []str
 }
 
 // groupedUpdateSQL writes the guarded updates qs[members], which share their text, as one PostgreSQL
-// statement: UPDATE t SET c = v.p1, … FROM (VALUES ($1::type, …), …) AS v(p1, …) WHERE id = v.pK AND …
-// RETURNING …. Each ? of the shared text becomes a column of the VALUES list, typed after the table column
-// it is compared with or assigned to; the VALUES columns are named p1, p2, … so that the table's columns
-// stay unqualified and unambiguous.
-func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (string, []any) {
+// statement over arrays, one array parameter per ? of the shared text:
+//
+//	UPDATE t SET c = v.p1, … FROM unnest(?::type[], …) AS v(p1, …) WHERE id = v.pK AND … RETURNING …
+//
+// Each array is typed after the table column its ? is compared with or assigned to; the columns of v are
+// named p1, p2, … so that the table's columns stay unqualified and unambiguous. The text depends on the
+// shape alone, not on the number of members, so it is prepared once and planned once.
+func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (string, []any, error) {
 	q := qs[members[0]]
 	var types []string
 	param := func(clause string) string {
 		col, _, _ := strings.Cut(strings.TrimSpace(clause), " ")
-		typ := pgColumnType(col)
 		parts := strings.Split(clause, "?")
 		var b strings.Builder
 		for k, part := range parts {
 			b.WriteString(part)
 			if k < len(parts)-1 {
-				types = append(types, typ)
+				types = append(types, pgColumnType(col))
 				b.WriteString("v.p" + strconv.Itoa(len(types)))
 			}
 		}
@@ -224,33 +262,68 @@ func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (st
 	for k, c := range q.sets {
 		sets[k] = param(c)
 	}
+	if len(sets) == 0 {
+		sets = []string{"id = id"} // nothing to change, but the guard is still checked
+	}
 	where := make([]string, len(q.where))
 	for k, c := range q.where {
 		where[k] = param(c)
 	}
-	row := make([]string, len(types))
+	arrays := make([]string, len(types))
 	cols := make([]string, len(types))
 	for k, typ := range types {
-		row[k] = "?::" + typ
+		arrays[k] = "?::" + typ + "[]"
 		cols[k] = "p" + strconv.Itoa(k+1)
 	}
-	values := "(" + strings.Join(row, ", ") + ")"
-	var b strings.Builder
-	if len(sets) == 0 {
-		sets = []string{"id = id"} // nothing to change, but the guard is still checked
-	}
-	b.WriteString("UPDATE " + q.table + " SET " + strings.Join(sets, ", ") + " FROM (VALUES ")
-	args := make([]any, 0, len(members)*len(types))
-	for k, i := range members {
-		if k > 0 {
-			b.WriteString(", ")
+	args := make([]any, len(types))
+	column := make([]any, len(members))
+	for k := range types {
+		for m, i := range members {
+			all := append(qs[i].args[:len(qs[i].args):len(qs[i].args)], qs[i].wargs...)
+			column[m] = all[k]
 		}
-		b.WriteString(values)
-		args = append(append(args, qs[i].args...), qs[i].wargs...)
+		lit, err := pgArray(column)
+		if err != nil {
+			return "", nil, err
+		}
+		args[k] = lit
 	}
-	b.WriteString(") AS v(" + strings.Join(cols, ", ") + ") WHERE " + strings.Join(where, " AND ") +
-		" RETURNING " + strings.Join(returning, ", "))
-	return pgPlaceholders(b.String()), args
+	query := "UPDATE " + q.table + " SET " + strings.Join(sets, ", ") + " FROM unnest(" + strings.Join(arrays, ", ") +
+		") AS v(" + strings.Join(cols, ", ") + ") WHERE " + strings.Join(where, " AND ") + " RETURNING " + strings.Join(returning, ", ")
+	return query, args, nil
+}
+
+// pgArray writes vals as the text of a PostgreSQL array, which a parameter cast to an array type
+// reads: {"a","b\"c",NULL,42}. Strings are quoted and escaped, so any text goes through.
+func pgArray(vals []any) (string, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for k, v := range vals {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		switch v := v.(type) {
+		case nil:
+			b.WriteString("NULL")
+		case string:
+			b.WriteByte('"')
+			for _, r := range v {
+				if r == '"' || r == '\\' {
+					b.WriteByte('\\')
+				}
+				b.WriteRune(r)
+			}
+			b.WriteByte('"')
+		case int64:
+			b.WriteString(strconv.FormatInt(v, 10))
+		case bool:
+			b.WriteString(strconv.FormatBool(v))
+		default:
+			return "", fmt.Errorf("sqlstore: no array element for %T", v)
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), nil
 }
 
 // pgColumnType is the PostgreSQL type of a column of runs or sessions that a guarded update assigns or
@@ -267,20 +340,9 @@ func pgColumnType(col string) string {
 	return "text"
 }
 
-// queryRaw runs query (in the dialect's placeholders) with args on the store's connection or
-// transaction, past bun and unprepared (its text varies with the size of a group), and calls scan for
-// each row.
-func (s *Store) queryRaw(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
-	var rows *sql.Rows
-	var err error
-	switch w := s.w.(type) {
-	case bun.Tx:
-		rows, err = w.Tx.QueryContext(ctx, query, args...)
-	case *bun.DB:
-		rows, err = w.DB.QueryContext(ctx, query, args...)
-	default:
-		return errors.New("sqlstore: no connection to query on")
-	}
+// scanRows runs the prepared query stmt with args and calls scan for each row.
+func scanRows(ctx context.Context, stmt *sql.Stmt, args []any, scan func(*sql.Rows) error) error {
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
