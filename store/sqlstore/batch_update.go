@@ -297,6 +297,13 @@ func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (st
 // reads: {"a","b\"c",NULL,42}. Strings are quoted and escaped, so any text goes through.
 func pgArray(vals []any) (string, error) {
 	var b strings.Builder
+	size := 2 + 3*len(vals)
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			size += len(s)
+		}
+	}
+	b.Grow(size)
 	b.WriteByte('{')
 	for k, v := range vals {
 		if k > 0 {
@@ -307,12 +314,17 @@ func pgArray(vals []any) (string, error) {
 			b.WriteString("NULL")
 		case string:
 			b.WriteByte('"')
-			for _, r := range v {
-				if r == '"' || r == '\\' {
-					b.WriteByte('\\')
+			for {
+				i := strings.IndexAny(v, `"\`)
+				if i < 0 {
+					break
 				}
-				b.WriteRune(r)
+				b.WriteString(v[:i])
+				b.WriteByte('\\')
+				b.WriteByte(v[i])
+				v = v[i+1:]
 			}
+			b.WriteString(v)
 			b.WriteByte('"')
 		case int64:
 			b.WriteString(strconv.FormatInt(v, 10))

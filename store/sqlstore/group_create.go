@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -88,27 +87,19 @@ func (s *Store) createOne(ctx context.Context, it createItem) error {
 	return wrap(insert(), fmt.Sprintf("session %q with run", it.sessionID), it.runID)
 }
 
-// createMany writes the creations in one statement, which commits on its own.
+// createMany writes the creations in one statement over arrays, which commits on its own and is
+// prepared once whatever the size of the group (see arrayInsert).
 func (s *Store) createMany(ctx context.Context, items []createItem) error {
-	var args []any
-	for _, it := range items {
-		a, err := s.insertArgs(it.srow)
-		if err != nil {
-			return err
-		}
-		args = append(args, a...)
+	sessions, sessionArgs, err := s.arrayInsert(reflect.TypeFor[sessionRow](), len(items),
+		func(i int) reflect.Value { return reflect.ValueOf(items[i].srow).Elem() })
+	if err != nil {
+		return err
 	}
-	for _, it := range items {
-		a, err := s.insertArgs(it.rrow)
-		if err != nil {
-			return err
-		}
-		args = append(args, a...)
+	runs, runArgs, err := s.arrayInsert(reflect.TypeFor[runRow](), len(items),
+		func(i int) reflect.Value { return reflect.ValueOf(items[i].rrow).Elem() })
+	if err != nil {
+		return err
 	}
-	var b strings.Builder
-	b.WriteString("WITH new_sessions AS (")
-	b.WriteString(batchInsertQuery(s, reflect.TypeFor[sessionRow](), len(items)))
-	b.WriteString(") ")
-	b.WriteString(batchInsertQuery(s, reflect.TypeFor[runRow](), len(items)))
-	return s.execRaw(ctx, s.dialectSQL(b.String()), args...)
+	_, err = s.execPrepared(ctx, "WITH new_sessions AS ("+sessions+") "+runs, append(sessionArgs, runArgs...)...)
+	return err
 }
