@@ -17,11 +17,13 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/pgtest"
 	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
-// system is a coordinator serving HTTP on loopback over a SQLite file, as examples/coordinator runs it.
+// system is a coordinator serving HTTP on loopback over a SQLite file, as examples/coordinator runs it,
+// or over a PostgreSQL schema of its own with BENCH_STORE=postgres (and ORCHESTRATOR_TEST_POSTGRES_URL).
 type system struct {
 	coord *coordinator.Coordinator
 	url   string
@@ -30,7 +32,11 @@ type system struct {
 func startCoordinator(tb testing.TB, cfg coordinator.Config) *system {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := sqlstore.New(ctx, filepath.Join(tb.TempDir(), "bench.db"), nil)
+	dsn := filepath.Join(tb.TempDir(), "bench.db")
+	if os.Getenv("BENCH_STORE") == "postgres" {
+		dsn = pgtest.Schema(tb, pgtest.Require(tb), "bench")
+	}
+	st, err := sqlstore.New(ctx, dsn, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
