@@ -5,9 +5,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -23,7 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/agentorchestrator/orchestrator/internal/pgtest"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/webhook"
@@ -273,28 +269,7 @@ func TestCallbackURLRefusesNonPublicDestinations(t *testing.T) {
 // (call it before starting them), and returns a DSN that selects it.
 func e2ePostgresSchema(t *testing.T, base string) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "e2e_" + hex.EncodeToString(b[:])
-	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(t, base, "e2e")
 }
 
 // TestMalformedTextIsRefused sends NUL characters and invalid UTF-8 in query parameters, path values,

@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,21 +11,6 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
 )
-
-// startSignal is the served Coordinator, telling when the handler's StartRun has answered: the callback
-// case holds the parent's first run until then, so that the client's first wait surely ends before the
-// run does and the client goes on waiting on its own.
-type startSignal struct {
-	orchestrator.Coordinator
-	once     sync.Once
-	answered chan struct{}
-}
-
-func (s *startSignal) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
-	res, err := s.Coordinator.StartRun(ctx, p)
-	s.once.Do(func() { close(s.answered) })
-	return res, err
-}
 
 // callbackEnv serves an in-process coordinator over HTTP and plays the callback case on it; the case's
 // first run is held until release is closed.
@@ -70,8 +53,8 @@ func wantFirstRun(t *testing.T, c orchestrator.Coordinator, what string, got *or
 func TestClientSyncStartLongWaitAnswersItsOwnRun(t *testing.T) {
 	t.Parallel()
 	coord := newCoordinator(t, coordinator.Config{})
-	served := &startSignal{Coordinator: coord, answered: make(chan struct{})}
-	srv, played := callbackEnv(t, served.answered, served, coord)
+	served := callbackcase.NewStartSignal(coord)
+	srv, played := callbackEnv(t, served.Answered(), served, coord)
 	client, err := NewClient(srv.URL, ClientConfig{Token: clientTok, MaxWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,20 +14,6 @@ import (
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
-
-// startSignal is the server's Coordinator, telling when its StartRun has answered: the callback case
-// holds the parent's first run until then, so that the tool surely waits for the run itself.
-type startSignal struct {
-	orchestrator.Coordinator
-	once     sync.Once
-	answered chan struct{}
-}
-
-func (s *startSignal) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
-	res, err := s.Coordinator.StartRun(ctx, p)
-	s.once.Do(func() { close(s.answered) })
-	return res, err
-}
 
 // TestSyncStartAnswersItsOwnRun: a sync start_agent_session answers with the outcome of the run it
 // started, even when a callback from the session's child resumed the session the moment that run ended
@@ -47,8 +32,8 @@ func TestSyncStartAnswersItsOwnRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			served := &startSignal{Coordinator: coord, answered: make(chan struct{})}
-			played, err := callbackcase.Play(ctx, coord, served.answered)
+			served := callbackcase.NewStartSignal(coord)
+			played, err := callbackcase.Play(ctx, coord, served.Answered())
 			if err != nil {
 				t.Fatalf("set the callback case up: %v", err)
 			}

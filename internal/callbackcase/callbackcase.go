@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -149,4 +150,28 @@ func (c *Case) end(ctx context.Context, runnerID, runID string, res *orchestrato
 		return fmt.Errorf("report run %s completed: %w", runID, err)
 	}
 	return nil
+}
+
+// StartSignal is a Coordinator that tells when its first StartRun has answered (Answered closes): a
+// server under test is given it, and the case holds the parent's first run until then, so that the wait
+// under test surely begins before that run ends.
+type StartSignal struct {
+	orchestrator.Coordinator
+	once     sync.Once
+	answered chan struct{}
+}
+
+// NewStartSignal wraps coord.
+func NewStartSignal(coord orchestrator.Coordinator) *StartSignal {
+	return &StartSignal{Coordinator: coord, answered: make(chan struct{})}
+}
+
+// Answered is closed once the first StartRun has returned.
+func (s *StartSignal) Answered() <-chan struct{} { return s.answered }
+
+// StartRun implements [orchestrator.Coordinator].
+func (s *StartSignal) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
+	res, err := s.Coordinator.StartRun(ctx, p)
+	s.once.Do(func() { close(s.answered) })
+	return res, err
 }
