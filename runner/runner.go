@@ -110,10 +110,11 @@ type Metrics interface {
 	SlotsBusy(n int)
 }
 
-// slotsBusy reports n busy slots to the metrics, if any; r.mu is held.
-func (r *Runner) slotsBusy(n int) {
+// slotsBusy reports to the metrics, if any, how many runs execute now: those claimed and not yet ended,
+// less those whose execution ended and whose report is on its way (they hold no process). r.mu is held.
+func (r *Runner) slotsBusy() {
 	if r.cfg.Metrics != nil {
-		r.cfg.Metrics.SlotsBusy(n)
+		r.cfg.Metrics.SlotsBusy(len(r.active) - r.reporting)
 	}
 }
 
@@ -488,7 +489,7 @@ func (r *Runner) start(runsCtx context.Context, asg *orchestrator.Assignment) {
 		return
 	}
 	r.active[asg.Run.ID] = ar
-	r.slotsBusy(len(r.active))
+	r.slotsBusy()
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
@@ -511,6 +512,7 @@ func (r *Runner) executed(ar *activeRun) {
 	defer r.mu.Unlock()
 	ar.reporting = true
 	r.reporting++
+	r.slotsBusy()
 	if r.reporting <= r.cfg.MaxPendingReports && r.pollIsStops && r.cancelPoll != nil {
 		r.cancelPoll() // a slot is free: poll again, this time for runs
 	}
@@ -522,7 +524,7 @@ func (r *Runner) finished(runID string) {
 		r.reporting--
 	}
 	delete(r.active, runID)
-	r.slotsBusy(len(r.active))
+	r.slotsBusy()
 	now := time.Now()
 	r.recent[runID] = now
 	r.recentOrder = append(r.recentOrder, runID)

@@ -22,7 +22,12 @@ type slowReports struct {
 	blocked  int           // reports waiting
 	reported int
 	pollMax  int // Max of the poll in flight; -1 when none
+	busy     int // the runner's last SlotsBusy
+	peak     int // and its highest
 }
+
+// SlotsBusy makes slowReports the runner's Metrics too.
+func (c *slowReports) SlotsBusy(n int) { c.note(func() { c.busy, c.peak = n, max(c.peak, n) }) }
 
 func (c *slowReports) note(f func()) {
 	c.mu.Lock()
@@ -93,7 +98,8 @@ func (c *slowReports) ReportRun(ctx context.Context, rep orchestrator.RunReport)
 
 // TestSlotIsARunningProcess: a run whose execution ended frees its slot while its report is on its way,
 // up to MaxPendingReports such runs; past them a slow coordinator holds the slots, and the runner polls
-// for stops only until a report is recorded.
+// for stops only until a report is recorded. The slots-busy gauge counts executing runs only: none, while
+// every run handed out has ended and waits on its report.
 func TestSlotIsARunningProcess(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -108,7 +114,8 @@ func TestSlotIsARunningProcess(t *testing.T) {
 			co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
 			bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
 			r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
-				Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 2, MaxPendingReports: tc.pending, MaxReportBatch: 1})
+				Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 2, MaxPendingReports: tc.pending, MaxReportBatch: 1,
+				Metrics: co})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,8 +136,11 @@ func TestSlotIsARunningProcess(t *testing.T) {
 				return co.blocked == co.handed && co.handed >= tc.wantHeld && co.pollMax == 0
 			})
 			co.mu.Lock()
-			handed := co.handed
+			handed, busy, peak := co.handed, co.busy, co.peak
 			co.mu.Unlock()
+			if busy != 0 || peak < 1 || peak > 2 {
+				t.Errorf("slots busy = %d (at most %d) while every run waits on its report, want 0 (at most 1 or 2 while they executed)", busy, peak)
+			}
 			if handed != tc.wantHeld {
 				t.Fatalf("%d runs executed while their reports waited, want %d (2 slots, %d pending reports)", handed, tc.wantHeld, tc.pending)
 			}
