@@ -185,6 +185,8 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	expect(client, http.StatusBadRequest, "GET", "/runs?status=sleeping", nil)
 	expect(client, http.StatusOK, "GET", "/runs/"+syncRun.RunID, nil)
 	expect(client, http.StatusNotFound, "GET", "/runs/run_nope", nil)
+	expect(client, http.StatusOK, "GET", "/runs/"+syncRun.RunID+"/result?wait=1s", nil)
+	expect(client, http.StatusNotFound, "GET", "/runs/run_nope/result", nil)
 	expect(client, http.StatusOK, "POST", "/runs/"+syncRun.RunID+"/stop", nil) // ended: nothing changes
 	expect(client, http.StatusNotFound, "POST", "/runs/run_nope/stop", nil)
 
