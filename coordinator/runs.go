@@ -125,6 +125,15 @@ func (c *Coordinator) WaitRun(ctx context.Context, id string, wait time.Duration
 	if err != nil {
 		return nil, err
 	}
+	if !run.Status.Terminal() {
+		// The session was read after the run: the run may have ended in between, and the session then
+		// says ended while the run read says not. Read the run again, so that the answer is never an
+		// ended status without the run's outcome. A run still live now was live when the session was
+		// read, so the session's status is its status.
+		if run, err = c.GetRun(ctx, id); err != nil {
+			return nil, err
+		}
+	}
 	res := &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: s.Status}
 	switch {
 	case !run.Status.Terminal():

@@ -1,7 +1,10 @@
 package coordinator_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,5 +108,50 @@ func TestWaitRunUnknownRun(t *testing.T) {
 	_, err := c.WaitRun(t.Context(), "run_unknown", time.Minute)
 	if !errors.Is(err, orchestrator.ErrNotFound) || orchestrator.ErrorCode(err) != "run_not_found" {
 		t.Fatalf("WaitRun(unknown) = %v, want ErrNotFound run_not_found", err)
+	}
+}
+
+// endBeforeSessionRead is a store whose next GetSession, once armed, first runs end: it puts a run's end
+// between WaitRun's read of the run and its read of the session.
+type endBeforeSessionRead struct {
+	orchestrator.Store
+	armed atomic.Pointer[func()]
+}
+
+func (s *endBeforeSessionRead) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+	if end := s.armed.Swap(nil); end != nil {
+		(*end)()
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// TestWaitRunEndBetweenReads: a run that ends between WaitRun's read of the run (still live) and its read
+// of the session (ended) is answered with its outcome, never with an ended status and no result.
+func TestWaitRunEndBetweenReads(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := &endBeforeSessionRead{Store: newStore(t)}
+	c := newCoordinator(t, coordinator.Config{Store: st})
+	a := register(t, c, "host-a", crawler())
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+	if w := poll(t, c, a.RunnerID, 1); len(w.Runs) != 1 {
+		t.Fatalf("poll: %d runs, want 1", len(w.Runs))
+	}
+	end := func() {
+		if err := c.ReportRun(ctx, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: res.RunID, Status: orchestrator.RunCompleted,
+			Result: &orchestrator.Result{ResultText: "done"}}); err != nil {
+			t.Errorf("ReportRun: %v", err)
+		}
+	}
+	st.armed.Store(&end)
+	got, err := c.WaitRun(ctx, res.RunID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.armed.Load() != nil {
+		t.Fatal("the run's end was not put between the reads")
+	}
+	if got.Status != orchestrator.SessionCompleted || got.Result == nil || got.Result.ResultText != "done" {
+		t.Errorf("WaitRun = %+v (result %+v), want completed with the run's result", got, got.Result)
 	}
 }
