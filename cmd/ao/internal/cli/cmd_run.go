@@ -155,15 +155,7 @@ func (e *env) run(ctx context.Context, agent string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	base, err := e.readParams(f.params)
-	if err != nil {
-		return err
-	}
-	paramSchema, err := pairsSchema(ctx, coord, agent, f.pairs)
-	if err != nil {
-		return err
-	}
-	params, err := buildParams(paramSchema, base, f.pairs)
+	params, err := e.params(ctx, coord, agent, f.params, f.pairs)
 	if err != nil {
 		return err
 	}

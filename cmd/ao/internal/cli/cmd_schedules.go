@@ -132,15 +132,7 @@ func (e *env) scheduleAdd(ctx context.Context, agent string, f scheduleFlags) er
 	if err != nil {
 		return err
 	}
-	base, err := e.readParams(f.params)
-	if err != nil {
-		return err
-	}
-	paramSchema, err := pairsSchema(ctx, coord, agent, f.pairs)
-	if err != nil {
-		return err
-	}
-	params, err := buildParams(paramSchema, base, f.pairs)
+	params, err := e.params(ctx, coord, agent, f.params, f.pairs)
 	if err != nil {
 		return err
 	}

@@ -144,3 +144,17 @@ func pairsSchema(ctx context.Context, coord orchestrator.Coordinator, agent stri
 	schema, _ := info.Schemas()
 	return schema, nil
 }
+
+// params builds an agent's parameters from the --params flag (JSON, @FILE or @-) with the -p pairs on top,
+// typed by the agent's schema when there are pairs.
+func (e *env) params(ctx context.Context, coord orchestrator.Coordinator, agent, flag string, pairs []string) (json.RawMessage, error) {
+	base, err := e.readParams(flag)
+	if err != nil {
+		return nil, err
+	}
+	paramSchema, err := pairsSchema(ctx, coord, agent, pairs)
+	if err != nil {
+		return nil, err
+	}
+	return buildParams(paramSchema, base, pairs)
+}
