@@ -81,9 +81,9 @@ type Config struct {
 	// [orchestrator.BatchReporter]. A report that finds no report call under way goes at once, alone; reports
 	// that become ready while one is under way wait for it and then go together. Default 256: the
 	// coordinator writes a group's ends with one statement per table whatever its size, so under load
-	// larger groups cost its store less per run (on PostgreSQL, 256 against 64 took the batch benchmark from
-	// 0.46x to 0.55 - 0.62x River's rate), and a lone report still goes at once. The HTTP client splits a
-	// group that would exceed a request's size. 1 sends each report on its own.
+	// larger groups cost its store less per run (BENCHMARKS.md has the comparison with 64), and a lone
+	// report still goes at once. The HTTP client splits a group that would exceed a request's size. 1
+	// sends each report on its own.
 	MaxReportBatch int
 	// MaxResultBytes caps the size of a result the runner reports, measured as JSON: a larger result is cut
 	// to fit (Result.Truncated, and an output_truncated event says what was cut). The coordinator's own

@@ -14,15 +14,14 @@ import (
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// maxBatchParams bounds the parameters of one multi-row INSERT of [Store.CreateSessionsWithRuns]: below
-// SQLite's default limit of 32,766 host parameters (PostgreSQL takes 65,535), so that a thousand runs
-// go in one statement per table.
+// maxBatchParams bounds the parameters of one multi-row INSERT on SQLite (insertBatch): below its
+// default limit of 32,766 host parameters, so that a thousand runs go in one or two statements per table.
 const maxBatchParams = 32000
 
 // CreateSessionsWithRuns creates every session with its first run (runs[i] belongs to sessions[i]) in
 // one transaction: all of them exist after it, or none (a taken id is ErrConflict). The sessions go in
-// one multi-row INSERT, then the runs in another, and the runs' demanded tags in a third, each split only
-// past the database's limit on parameters; the transaction commits once. It is how the coordinator
+// one INSERT, then the runs in another, and the runs' demanded tags in a third (see insertBatch); the
+// transaction commits once. It is how the coordinator
 // creates a fan-out (coordinator.Coordinator.StartRuns).
 func (s *Store) CreateSessionsWithRuns(ctx context.Context, sessions []*orchestrator.Session, runs []*orchestrator.Run) error {
 	if len(sessions) != len(runs) {

@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/uptrace/bun/schema"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -43,7 +46,7 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []orchestrator.RunsUpdat
 		qs[i], ids[i] = runUpdate(u.ID, u.From, u.RunnerID, u.Update), u.ID
 	}
 	briefs := map[string]*orchestrator.RunBrief{}
-	single, err := s.updateGrouped(ctx, qs, ids, runBriefColumns, func(rows *sql.Rows) error {
+	single, err := s.updateGrouped(ctx, reflect.TypeFor[runRow](), qs, ids, runBriefColumns, func(rows *sql.Rows) error {
 		var b orchestrator.RunBrief
 		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
 			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt); err != nil {
@@ -103,7 +106,7 @@ func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.Sessi
 		qs[i], ids[i] = q, u.ID
 	}
 	briefs := map[string]*orchestrator.SessionBrief{}
-	single, err := s.updateGrouped(ctx, qs, ids, sessionBriefColumns, func(rows *sql.Rows) error {
+	single, err := s.updateGrouped(ctx, reflect.TypeFor[sessionRow](), qs, ids, sessionBriefColumns, func(rows *sql.Rows) error {
 		var b orchestrator.SessionBrief
 		if err := rows.Scan(&b.ID, &b.AgentName, &b.AgentType, &b.Status, &b.ParentSessionID, &b.LastEventSeq); err != nil {
 			return err
@@ -185,12 +188,12 @@ func guardMissed(err error) bool {
 	return errors.Is(err, orchestrator.ErrNotFound) || errors.Is(err, orchestrator.ErrConflict)
 }
 
-// updateGrouped runs the guarded updates qs (of one table; ids[i] is the id qs[i] guards on) on
+// updateGrouped runs the guarded updates qs (of the table of row type row; ids[i] is the id qs[i] guards on) on
 // PostgreSQL: those with the same statement text go together, up to maxUpdateGroup in one statement,
 // whose returning columns (the id first) scan reads row by row. It reports which updates it left to be
 // run one at a time, after it: those alone in their shape, and the repeats of an id already in the
 // group, which must see the first one's outcome as a sequence of single updates would.
-func (s *Store) updateGrouped(ctx context.Context, qs []guardedUpdate, ids []string, returning []string, scan func(*sql.Rows) error) ([]bool, error) {
+func (s *Store) updateGrouped(ctx context.Context, row reflect.Type, qs []guardedUpdate, ids []string, returning []string, scan func(*sql.Rows) error) ([]bool, error) {
 	single := make([]bool, len(qs))
 	shapes := map[string][]int{}
 	var order []string
@@ -218,7 +221,7 @@ func (s *Store) updateGrouped(ctx context.Context, qs []guardedUpdate, ids []str
 		}
 		for start := 0; start < len(members); start += maxUpdateGroup {
 			chunk := members[start:min(start+maxUpdateGroup, len(members))]
-			query, args, err := groupedUpdateSQL(qs, chunk, returning)
+			query, args, err := groupedUpdateSQL(s.dbW.Table(row), qs, chunk, returning)
 			if err != nil {
 				return nil, err
 			}
@@ -239,35 +242,49 @@ func (s *Store) updateGrouped(ctx context.Context, qs []guardedUpdate, ids []str
 //
 //	UPDATE t SET c = v.p1, … FROM unnest(?::type[], …) AS v(p1, …) WHERE id = v.pK AND … RETURNING …
 //
-// Each array is typed after the table column its ? is compared with or assigned to; the columns of v are
-// named p1, p2, … so that the table's columns stay unqualified and unambiguous. The text depends on the
-// shape alone, not on the number of members, so it is prepared once and planned once.
-func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (string, []any, error) {
+// Each array is typed after the column its ? is compared with or assigned to, by the row struct's field
+// (as arrayInsert types its arrays); the columns of v are named p1, p2, … so that the table's columns stay
+// unqualified and unambiguous. The text depends on the shape alone, not on the number of members, so it
+// is prepared once and planned once.
+func groupedUpdateSQL(table *schema.Table, qs []guardedUpdate, members []int, returning []string) (string, []any, error) {
 	q := qs[members[0]]
 	var types []string
-	param := func(clause string) string {
+	param := func(clause string) (string, error) {
 		col, _, _ := strings.Cut(strings.TrimSpace(clause), " ")
 		parts := strings.Split(clause, "?")
 		var b strings.Builder
 		for k, part := range parts {
 			b.WriteString(part)
 			if k < len(parts)-1 {
-				types = append(types, pgColumnType(col))
+				f := table.LookupField(col)
+				if f == nil {
+					return "", fmt.Errorf("sqlstore: %s has no column %q", table.Name, col)
+				}
+				typ, err := pgArrayType(f.IndirectType)
+				if err != nil {
+					return "", err
+				}
+				types = append(types, typ)
 				b.WriteString("v.p" + strconv.Itoa(len(types)))
 			}
 		}
-		return b.String()
+		return b.String(), nil
 	}
+	var err error
 	sets := make([]string, len(q.sets))
 	for k, c := range q.sets {
-		sets[k] = param(c)
+		if sets[k], err = param(c); err != nil {
+			return "", nil, err
+		}
 	}
 	if len(sets) == 0 {
 		sets = []string{"id = id"} // nothing to change, but the guard is still checked
 	}
 	where := make([]string, len(q.where))
 	for k, c := range q.where {
-		where[k] = param(c)
+		if where[k], err = param(c); err != nil {
+			return "", nil, err
+		}
 	}
 	arrays := make([]string, len(types))
 	cols := make([]string, len(types))
@@ -279,8 +296,11 @@ func groupedUpdateSQL(qs []guardedUpdate, members []int, returning []string) (st
 	column := make([]any, len(members))
 	for k := range types {
 		for m, i := range members {
-			all := append(qs[i].args[:len(qs[i].args):len(qs[i].args)], qs[i].wargs...)
-			column[m] = all[k]
+			if k < len(qs[i].args) {
+				column[m] = qs[i].args[k]
+			} else {
+				column[m] = qs[i].wargs[k-len(qs[i].args)]
+			}
 		}
 		lit, err := pgArray(column)
 		if err != nil {
@@ -336,20 +356,6 @@ func pgArray(vals []any) (string, error) {
 	}
 	b.WriteByte('}')
 	return b.String(), nil
-}
-
-// pgColumnType is the PostgreSQL type of a column of runs or sessions that a guarded update assigns or
-// compares: the parameters of a VALUES list must be typed, as nothing in the list says what they are.
-func pgColumnType(col string) string {
-	switch {
-	case strings.HasSuffix(col, "_at"):
-		return "timestamptz"
-	case col == "usage" || col == "result" || col == "metadata":
-		return "json"
-	case col == "last_event_seq":
-		return "bigint"
-	}
-	return "text"
 }
 
 // scanRows runs the prepared query stmt with args and calls scan for each row.

@@ -19,8 +19,8 @@ import (
 // returns. A group that fails is written again one member at a time, so that only the member at fault
 // (a taken id) fails.
 
-// maxCreateGroup bounds the members of one grouped creation; with every column a parameter, it keeps a
-// statement well below PostgreSQL's 65,535 parameters.
+// maxCreateGroup bounds the members of one grouped creation, so that one statement's arrays stay small
+// and a group that fails is written again one member at a time in reasonable time.
 const maxCreateGroup = 256
 
 // createGroupTimeout bounds the writing of one group, whose members' own contexts no longer apply.
