@@ -525,22 +525,7 @@ func (c *Client) GetRun(ctx context.Context, id string) (*orchestrator.Run, erro
 // WaitRun implements [orchestrator.Coordinator] with GET /runs/{id}/result?wait=, repeated while the wait
 // exceeds MaxWait.
 func (c *Client) WaitRun(ctx context.Context, id string, wait time.Duration) (*orchestrator.StartRunResult, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		chunk := min(time.Until(deadline), c.cfg.MaxWait)
-		cl := call{method: "GET", path: "/runs/" + seg(id) + "/result"}
-		if chunk > 0 {
-			cl.wait = chunk
-			cl.query = url.Values{"wait": {formatWait(chunk)}}
-		}
-		var out orchestrator.StartRunResult
-		if _, err := c.do(ctx, cl, &out); err != nil {
-			return nil, err
-		}
-		if out.Status.Ended() || time.Until(deadline) <= 0 {
-			return &out, nil
-		}
-	}
+	return waitUntilEnded(ctx, c, "/runs/"+seg(id)+"/result", wait, func(r *orchestrator.StartRunResult) bool { return r.Status.Ended() })
 }
 
 // ListRuns implements [orchestrator.Coordinator].
@@ -624,20 +609,26 @@ func (c *Client) ListSessions(ctx context.Context, f orchestrator.SessionFilter)
 // WaitSession implements [orchestrator.Coordinator] with GET /sessions/{id}?wait=, repeated while the
 // wait exceeds MaxWait.
 func (c *Client) WaitSession(ctx context.Context, id string, wait time.Duration) (*orchestrator.Session, error) {
+	return waitUntilEnded(ctx, c, "/sessions/"+seg(id), wait, func(s *orchestrator.Session) bool { return s.Status.Ended() })
+}
+
+// waitUntilEnded long-polls path with ?wait= until ended says the answer is final or wait has elapsed,
+// in requests of at most MaxWait each.
+func waitUntilEnded[T any](ctx context.Context, c *Client, path string, wait time.Duration, ended func(*T) bool) (*T, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		chunk := min(time.Until(deadline), c.cfg.MaxWait)
-		cl := call{method: "GET", path: "/sessions/" + seg(id)}
+		cl := call{method: "GET", path: path}
 		if chunk > 0 {
 			cl.wait = chunk
 			cl.query = url.Values{"wait": {formatWait(chunk)}}
 		}
-		var out orchestrator.Session
-		if _, err := c.do(ctx, cl, &out); err != nil {
+		out := new(T)
+		if _, err := c.do(ctx, cl, out); err != nil {
 			return nil, err
 		}
-		if out.Status.Ended() || time.Until(deadline) <= 0 {
-			return &out, nil
+		if ended(out) || time.Until(deadline) <= 0 {
+			return out, nil
 		}
 	}
 }
