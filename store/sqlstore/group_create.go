@@ -7,17 +7,21 @@ import (
 	"sync"
 	"time"
 
+	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/batch"
 )
 
-// On PostgreSQL each creation (CreateSessionWithRun, without demanded tags) is one statement that
-// commits on its own: a round trip, a parse and plan, and a WAL flush per run. The creations of
-// concurrent callers are therefore grouped: one that finds no group under way goes at once, alone, as
-// before (a lone run waits for nothing); those that arrive while a group is being written go together in
-// the next one, one statement for all of them (the sessions' INSERT in a WITH clause of the runs'). Each
-// caller returns once its group has committed, so a creation is durable when CreateSessionWithRun
-// returns. A group that fails is written again one member at a time, so that only the member at fault
-// (a taken id) fails.
+// On PostgreSQL each creation (CreateSessionWithRun or CreateSessionWithRunOnce, without demanded tags
+// or limits) is one statement that commits on its own: a round trip, a parse and plan, and a WAL flush
+// per run. The creations of concurrent callers are therefore grouped: one that finds no group under way
+// goes at once, alone, as before (a lone run waits for nothing); those that arrive while a group is being
+// written go together in the next one, one statement for all of them (the keys' and the sessions' INSERTs
+// in WITH clauses of the runs'). Each caller returns once its group has committed, so a creation is
+// durable when its call returns. A group that fails is written again one member at a time, so that only
+// the member at fault (a taken id, or an idempotency key a concurrent create recorded first) fails.
+//
+// Keyed creations matter most here: the HTTP client gives every create an idempotency key, so that its
+// retries are safe, and every StartRun over HTTP is a CreateSessionWithRunOnce.
 
 // maxCreateGroup bounds the members of one grouped creation, so that one statement's arrays stay small
 // and a group that fails is written again one member at a time in reasonable time.
@@ -26,11 +30,21 @@ const maxCreateGroup = 256
 // createGroupTimeout bounds the writing of one group, whose members' own contexts no longer apply.
 const createGroupTimeout = time.Minute
 
-// createItem is one creation: the ids it names in errors, and its rows.
+// createItem is one creation: the ids it names in errors, and its rows. krow is its idempotency key's
+// row, nil for a creation without a key.
 type createItem struct {
 	sessionID, runID string
 	srow             *sessionRow
 	rrow             *runRow
+	krow             *idempotencyKeyRow
+}
+
+// what names the creation in errors.
+func (it createItem) what() string {
+	if it.krow != nil {
+		return fmt.Sprintf("idempotency key %q, session %q with run", it.krow.ID, it.sessionID)
+	}
+	return fmt.Sprintf("session %q with run", it.sessionID)
 }
 
 func (s *Store) newCreateGroup() (*batch.Queue[createItem], *sync.WaitGroup) {
@@ -51,45 +65,97 @@ func (s *Store) newCreateGroup() (*batch.Queue[createItem], *sync.WaitGroup) {
 	}), wg
 }
 
+// createInOneStatement creates a session with its run, and the idempotency key krow when not nil, in one
+// statement on PostgreSQL: in the group of concurrent creations when there is one.
+func (s *Store) createInOneStatement(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run, krow *idempotencyKeyRow) error {
+	srow, err := sessionToRow(se)
+	if err != nil {
+		return err
+	}
+	rrow, _, err := runToRow(r)
+	if err != nil {
+		return err
+	}
+	it := createItem{sessionID: se.ID, runID: r.ID, srow: srow, rrow: rrow, krow: krow}
+	if s.creates != nil {
+		return s.createGrouped(ctx, it)
+	}
+	return s.createOne(ctx, it)
+}
+
 // createGrouped creates a session with its run through the group of concurrent creations.
 func (s *Store) createGrouped(ctx context.Context, it createItem) error {
 	// A member whose values cannot be stored fails alone, before it joins a group.
-	if _, err := s.insertArgs(it.srow); err != nil {
-		return wrap(err, fmt.Sprintf("session %q with run", it.sessionID), it.runID)
-	}
-	if _, err := s.insertArgs(it.rrow); err != nil {
-		return wrap(err, fmt.Sprintf("session %q with run", it.sessionID), it.runID)
+	if _, err := s.createArgs(it); err != nil {
+		return wrap(err, it.what(), it.runID)
 	}
 	return s.creates.Do(ctx, it)
 }
 
+// createArgs returns the arguments of a creation's single statement: its key's (when it has one), its
+// session's, then its run's.
+func (s *Store) createArgs(it createItem) ([]any, error) {
+	rows := []any{it.srow, it.rrow}
+	if it.krow != nil {
+		rows = []any{it.krow, it.srow, it.rrow}
+	}
+	var args []any
+	for _, row := range rows {
+		a, err := s.insertArgs(row)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, a...)
+	}
+	return args, nil
+}
+
 // createOne writes one creation in one prepared statement: a single round trip where a transaction of
-// two INSERTs takes four (BEGIN, the INSERTs, COMMIT).
+// two or three INSERTs takes four or five (BEGIN, the INSERTs, COMMIT). A taken key fails the whole
+// statement (a concurrent create with the same key waits for the first to commit, then fails), so
+// nothing is created.
 func (s *Store) createOne(ctx context.Context, it createItem) error {
 	insert := func() error {
-		sessionArgs, err := s.insertArgs(it.srow)
-		if err != nil {
-			return err
-		}
-		runArgs, err := s.insertArgs(it.rrow)
+		args, err := s.createArgs(it)
 		if err != nil {
 			return err
 		}
 		query := "WITH new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
 			s.insertQuery(reflect.TypeFor[runRow](), 1)
+		if it.krow != nil {
+			query = "WITH new_key AS (" + s.insertQuery(reflect.TypeFor[idempotencyKeyRow](), 1) + ")," +
+				" new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
+				s.insertQuery(reflect.TypeFor[runRow](), 1)
+		}
 		stmt, err := s.prepared(ctx, query)
 		if err != nil {
 			return err
 		}
-		_, err = stmt.ExecContext(ctx, append(sessionArgs, runArgs...)...)
+		_, err = stmt.ExecContext(ctx, args...)
 		return err
 	}
-	return wrap(insert(), fmt.Sprintf("session %q with run", it.sessionID), it.runID)
+	return wrap(insert(), it.what(), it.runID)
 }
 
 // createMany writes the creations in one statement over arrays, which commits on its own and is
-// prepared once whatever the size of the group (see arrayInsert).
+// prepared once whatever the size of the group (see arrayInsert): two texts in all, with and without
+// the keys' INSERT.
 func (s *Store) createMany(ctx context.Context, items []createItem) error {
+	var keys []*idempotencyKeyRow
+	for _, it := range items {
+		if it.krow != nil {
+			keys = append(keys, it.krow)
+		}
+	}
+	with, args := "WITH ", []any(nil)
+	if len(keys) > 0 {
+		q, keyArgs, err := s.arrayInsert(reflect.TypeFor[idempotencyKeyRow](), len(keys),
+			func(i int) reflect.Value { return reflect.ValueOf(keys[i]).Elem() })
+		if err != nil {
+			return err
+		}
+		with, args = "WITH new_keys AS ("+q+"), ", keyArgs
+	}
 	sessions, sessionArgs, err := s.arrayInsert(reflect.TypeFor[sessionRow](), len(items),
 		func(i int) reflect.Value { return reflect.ValueOf(items[i].srow).Elem() })
 	if err != nil {
@@ -100,6 +166,7 @@ func (s *Store) createMany(ctx context.Context, items []createItem) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.execPrepared(ctx, "WITH new_sessions AS ("+sessions+") "+runs, append(sessionArgs, runArgs...)...)
+	args = append(append(args, sessionArgs...), runArgs...)
+	_, err = s.execPrepared(ctx, with+"new_sessions AS ("+sessions+") "+runs, args...)
 	return err
 }

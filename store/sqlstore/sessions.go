@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -36,25 +34,14 @@ func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Sessi
 			return tx.CreateRun(ctx, r)
 		})
 	}
-	srow, err := sessionToRow(se)
-	if err != nil {
-		return err
-	}
-	rrow, _, err := runToRow(r)
-	if err != nil {
-		return err
-	}
-	it := createItem{sessionID: se.ID, runID: r.ID, srow: srow, rrow: rrow}
-	if s.creates != nil {
-		return s.createGrouped(ctx, it)
-	}
-	return s.createOne(ctx, it)
+	return s.createInOneStatement(ctx, se, r, nil)
 }
 
 // CreateSessionWithRunOnce implements [orchestrator.Store]. On PostgreSQL a run without demanded tags or
-// limits is one statement, as in CreateSessionWithRun, with the key's INSERT in a WITH clause too: a
-// taken key fails the whole statement (a concurrent one with the same key waits for the first to commit,
-// then fails), so nothing is created.
+// limits is one statement, as in CreateSessionWithRun, with the key's INSERT in a WITH clause too, and
+// joins the group of concurrent creations the same way (group_create.go): a taken key fails the whole
+// statement (a concurrent one with the same key waits for the first to commit, then fails), so nothing is
+// created, and in a group only its own member fails.
 func (s *Store) CreateSessionWithRunOnce(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run, k *orchestrator.IdempotencyKey) error {
 	krow := &idempotencyKeyRow{ID: k.Key, RequestHash: k.RequestHash, RunID: r.ID, SessionID: se.ID, CreatedAt: utc(k.CreatedAt)}
 	if krow.CreatedAt.IsZero() {
@@ -68,34 +55,7 @@ func (s *Store) CreateSessionWithRunOnce(ctx context.Context, se *orchestrator.S
 			return tx.CreateSessionWithRun(ctx, se, r)
 		})
 	}
-	srow, err := sessionToRow(se)
-	if err != nil {
-		return err
-	}
-	rrow, _, err := runToRow(r)
-	if err != nil {
-		return err
-	}
-	insert := func() error {
-		var args []any
-		for _, row := range []any{krow, srow, rrow} {
-			a, err := s.insertArgs(row)
-			if err != nil {
-				return err
-			}
-			args = append(args, a...)
-		}
-		query := "WITH new_key AS (" + s.insertQuery(reflect.TypeFor[idempotencyKeyRow](), 1) + ")," +
-			" new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
-			s.insertQuery(reflect.TypeFor[runRow](), 1)
-		stmt, err := s.prepared(ctx, query)
-		if err != nil {
-			return err
-		}
-		_, err = stmt.ExecContext(ctx, args...)
-		return err
-	}
-	return wrap(insert(), fmt.Sprintf("idempotency key %q, session %q with run", k.Key, se.ID), r.ID)
+	return s.createInOneStatement(ctx, se, r, krow)
 }
 
 // GetSession returns the session with the id.

@@ -34,18 +34,35 @@ func batchOf(prefix string, n int) ([]*orchestrator.Session, []*orchestrator.Run
 	return sessions, runs
 }
 
-// testConcurrentCreations checks CreateSessionWithRun from many callers at once, which a store may write
-// in groups: every creation is there when its call returns, and one that fails (a taken id) fails alone.
+// testConcurrentCreations checks CreateSessionWithRun and CreateSessionWithRunOnce from many callers at
+// once, which a store may write in groups: every creation is there when its call returns, with its key,
+// and one that fails (a taken id, or a key another caller recorded first) fails alone.
 func testConcurrentCreations(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	s := newStore(t)
 	taken := newSession("ses_g00013", base)
 	must(t, "CreateSession", s.CreateSession(ctx(t), taken))
-	sessions, runs := batchOf("g", concurrencyScale(400))
+	sessions, runs := batchOf("g", max(concurrencyScale(400), 30))
+	// Every other creation carries an idempotency key of its own, but two share one: the first of them
+	// to commit records it and the other fails with nothing created.
+	key := func(i int) string {
+		switch {
+		case i%2 == 0:
+			return ""
+		case i == 21 || i == 23:
+			return "key-shared"
+		}
+		return fmt.Sprintf("key-%05d", i)
+	}
 	errs := make([]error, len(sessions))
 	var wg sync.WaitGroup
 	for i := range sessions {
 		wg.Go(func() {
-			errs[i] = s.CreateSessionWithRun(ctx(t), sessions[i], runs[i])
+			if k := key(i); k != "" {
+				errs[i] = s.CreateSessionWithRunOnce(ctx(t), sessions[i], runs[i], &orchestrator.IdempotencyKey{
+					Key: k, RequestHash: "h", RunID: runs[i].ID, SessionID: sessions[i].ID, CreatedAt: runs[i].CreatedAt})
+			} else {
+				errs[i] = s.CreateSessionWithRun(ctx(t), sessions[i], runs[i])
+			}
 			if errs[i] == nil { // durable when it returns: readable at once
 				if _, err := s.GetRun(ctx(t), runs[i].ID); err != nil {
 					errs[i] = fmt.Errorf("created but not readable: %w", err)
@@ -54,17 +71,40 @@ func testConcurrentCreations(t *testing.T, newStore func(*testing.T) orchestrato
 		})
 	}
 	wg.Wait()
+	refused := func(i int, what string) {
+		t.Helper()
+		wantErr(t, what, errs[i], orchestrator.ErrConflict)
+		_, err := s.GetRun(ctx(t), runs[i].ID)
+		wantErr(t, "run of the refused creation", err, orchestrator.ErrNotFound)
+		_, err = s.GetSession(ctx(t), sessions[i].ID)
+		if sessions[i].ID != taken.ID {
+			wantErr(t, "session of the refused creation", err, orchestrator.ErrNotFound)
+		}
+	}
+	shared := []int{21, 23}
+	if errs[21] != nil {
+		shared = []int{23, 21}
+	}
 	for i, err := range errs {
-		if sessions[i].ID == taken.ID {
-			wantErr(t, "creation with a taken session id", err, orchestrator.ErrConflict)
-			_, err := s.GetRun(ctx(t), runs[i].ID)
-			wantErr(t, "run of the refused creation", err, orchestrator.ErrNotFound)
+		switch {
+		case sessions[i].ID == taken.ID:
+			refused(i, "creation with a taken session id")
+			continue
+		case i == shared[1]:
+			refused(i, "creation with a key another creation recorded")
 			continue
 		}
 		must(t, "creation "+sessions[i].ID, err)
 		got, err := s.GetSession(ctx(t), sessions[i].ID)
 		must(t, "GetSession", err)
 		equal(t, "session "+sessions[i].ID, got, sessions[i])
+		if k := key(i); k != "" {
+			got, err := s.GetIdempotencyKey(ctx(t), k)
+			must(t, "GetIdempotencyKey "+k, err)
+			if got.RunID != runs[i].ID || got.SessionID != sessions[i].ID {
+				t.Errorf("key %s reads back run %s of session %s, want %s of %s", k, got.RunID, got.SessionID, runs[i].ID, sessions[i].ID)
+			}
+		}
 	}
 }
 
