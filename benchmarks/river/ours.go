@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
+	"github.com/agentorchestrator/orchestrator/internal/endcount"
 	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
@@ -41,7 +41,8 @@ func oursRun(ctx context.Context, backend backend, shape shape, n int, dir strin
 		return 0, err
 	}
 	defer store.Close()
-	ended := &endCounter{want: int64(n), done: make(chan struct{})}
+	ended := &endcount.Counter{}
+	allEnded := ended.Arm(n)
 	coord, err := coordinator.New(coordinator.Config{Store: store, Notifier: store.Notifier(), Metrics: ended})
 	if err != nil {
 		return 0, err
@@ -110,12 +111,13 @@ func oursRun(ctx context.Context, backend backend, shape shape, n int, dir strin
 	default:
 	}
 	select {
-	case <-ended.done:
+	case <-allEnded:
 	case <-time.After(10 * time.Minute):
-		return 0, fmt.Errorf("ours: %d of %d runs ended after 10 minutes", ended.n.Load(), n)
+		count, _ := ended.Counted()
+		return 0, fmt.Errorf("ours: %d of %d runs ended after 10 minutes", count, n)
 	}
 	took := time.Since(began)
-	if failed := ended.failed.Load(); failed > 0 {
+	if _, failed := ended.Counted(); failed > 0 {
 		return 0, fmt.Errorf("ours: %d runs did not complete", failed)
 	}
 	completed, err := store.CountRuns(ctx, orchestrator.RunCompleted)
@@ -132,25 +134,3 @@ func oursRun(ctx context.Context, backend backend, shape shape, n int, dir strin
 	}
 	return float64(n) / took.Seconds(), nil
 }
-
-// endCounter is a coordinator.Metrics that counts run ends and closes done at the want-th.
-type endCounter struct {
-	n, failed atomic.Int64
-	want      int64
-	done      chan struct{}
-}
-
-func (e *endCounter) RunEnded(_ string, outcome orchestrator.RunStatus, _ time.Duration) {
-	if outcome != orchestrator.RunCompleted {
-		e.failed.Add(1)
-	}
-	if e.n.Add(1) == e.want {
-		close(e.done)
-	}
-}
-
-func (*endCounter) RunCreated(string)                {}
-func (*endCounter) RunClaimed(string, time.Duration) {}
-func (*endCounter) WebhookDelivery(string)           {}
-func (*endCounter) Callback(string)                  {}
-func (*endCounter) StoreTx(string, time.Duration)    {}

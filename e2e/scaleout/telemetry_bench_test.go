@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/endcount"
 	"github.com/agentorchestrator/orchestrator/prommetrics"
 )
 
@@ -40,12 +41,13 @@ func BenchmarkHTTPPathTelemetry(b *testing.B) {
 	}{{"off", false, false}, {"metrics", true, false}, {"tracing", false, true}, {"both", true, true}} {
 		b.Run(v.name, func(b *testing.B) {
 			store := openStore(b, filepath.Join(b.TempDir(), "bench.db"))
-			cfg := coordinator.Config{Store: store}
+			ends := &endcount.Counter{}
+			cfg := coordinator.Config{Store: store, Metrics: ends}
 			var hcfg httpapi.Config
 			var m *prommetrics.Metrics
 			if v.metrics {
 				m = prommetrics.New()
-				cfg.Metrics, hcfg.Metrics = m, m.Handler()
+				ends.Inner, hcfg.Metrics = m, m.Handler()
 			}
 			benchRunnerTracer = nil
 			if v.tracing {
@@ -58,6 +60,7 @@ func BenchmarkHTTPPathTelemetry(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			watchEnds(coord, ends)
 			if m != nil {
 				m.WatchCoordinator(coord)
 			}
