@@ -30,19 +30,19 @@ const maxCreateGroup = 256
 // createGroupTimeout bounds the writing of one group, whose members' own contexts no longer apply.
 const createGroupTimeout = time.Minute
 
-// createItem is one creation: the ids it names in errors, and its rows. krow is its idempotency key's
-// row, nil for a creation without a key.
+// createItem is one creation: the ids it names in errors, and the insert arguments of its rows, computed
+// once when the item is made. A creation with an idempotency key has keyed set, and kargs the key row's
+// arguments.
 type createItem struct {
-	sessionID, runID string
-	srow             *sessionRow
-	rrow             *runRow
-	krow             *idempotencyKeyRow
+	sessionID, runID, key string
+	keyed                 bool
+	sargs, rargs, kargs   []any
 }
 
 // what names the creation in errors.
 func (it createItem) what() string {
-	if it.krow != nil {
-		return fmt.Sprintf("idempotency key %q, session %q with run", it.krow.ID, it.sessionID)
+	if it.keyed {
+		return fmt.Sprintf("idempotency key %q, session %q with run", it.key, it.sessionID)
 	}
 	return fmt.Sprintf("session %q with run", it.sessionID)
 }
@@ -76,38 +76,21 @@ func (s *Store) createInOneStatement(ctx context.Context, se *orchestrator.Sessi
 	if err != nil {
 		return err
 	}
-	it := createItem{sessionID: se.ID, runID: r.ID, srow: srow, rrow: rrow, krow: krow}
-	if s.creates != nil {
-		return s.createGrouped(ctx, it)
+	it := createItem{sessionID: se.ID, runID: r.ID}
+	// A creation whose values cannot be stored fails alone, before it joins a group.
+	if it.sargs, err = s.insertArgs(srow); err == nil {
+		if it.rargs, err = s.insertArgs(rrow); err == nil && krow != nil {
+			it.key, it.keyed = krow.ID, true
+			it.kargs, err = s.insertArgs(krow)
+		}
 	}
-	return s.createOne(ctx, it)
-}
-
-// createGrouped creates a session with its run through the group of concurrent creations.
-func (s *Store) createGrouped(ctx context.Context, it createItem) error {
-	// A member whose values cannot be stored fails alone, before it joins a group.
-	if _, err := s.createArgs(it); err != nil {
+	if err != nil {
 		return wrap(err, it.what(), it.runID)
 	}
-	return s.creates.Do(ctx, it)
-}
-
-// createArgs returns the arguments of a creation's single statement: its key's (when it has one), its
-// session's, then its run's.
-func (s *Store) createArgs(it createItem) ([]any, error) {
-	rows := []any{it.srow, it.rrow}
-	if it.krow != nil {
-		rows = []any{it.krow, it.srow, it.rrow}
+	if s.creates != nil {
+		return s.creates.Do(ctx, it)
 	}
-	var args []any
-	for _, row := range rows {
-		a, err := s.insertArgs(row)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, a...)
-	}
-	return args, nil
+	return s.createOne(ctx, it)
 }
 
 // createOne writes one creation in one prepared statement: a single round trip where a transaction of
@@ -116,13 +99,10 @@ func (s *Store) createArgs(it createItem) ([]any, error) {
 // nothing is created.
 func (s *Store) createOne(ctx context.Context, it createItem) error {
 	insert := func() error {
-		args, err := s.createArgs(it)
-		if err != nil {
-			return err
-		}
+		args := append(append(append([]any{}, it.kargs...), it.sargs...), it.rargs...)
 		query := "WITH new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
 			s.insertQuery(reflect.TypeFor[runRow](), 1)
-		if it.krow != nil {
+		if it.keyed {
 			query = "WITH new_key AS (" + s.insertQuery(reflect.TypeFor[idempotencyKeyRow](), 1) + ")," +
 				" new_session AS (" + s.insertQuery(reflect.TypeFor[sessionRow](), 1) + ") " +
 				s.insertQuery(reflect.TypeFor[runRow](), 1)
@@ -141,28 +121,28 @@ func (s *Store) createOne(ctx context.Context, it createItem) error {
 // prepared once whatever the size of the group (see arrayInsert): two texts in all, with and without
 // the keys' INSERT.
 func (s *Store) createMany(ctx context.Context, items []createItem) error {
-	var keys []*idempotencyKeyRow
+	var keys [][]any
 	for _, it := range items {
-		if it.krow != nil {
-			keys = append(keys, it.krow)
+		if it.keyed {
+			keys = append(keys, it.kargs)
 		}
 	}
 	with, args := "WITH ", []any(nil)
 	if len(keys) > 0 {
 		q, keyArgs, err := s.arrayInsert(reflect.TypeFor[idempotencyKeyRow](), len(keys),
-			func(i int) reflect.Value { return reflect.ValueOf(keys[i]).Elem() })
+			func(i int) ([]any, error) { return keys[i], nil })
 		if err != nil {
 			return err
 		}
 		with, args = "WITH new_keys AS ("+q+"), ", keyArgs
 	}
 	sessions, sessionArgs, err := s.arrayInsert(reflect.TypeFor[sessionRow](), len(items),
-		func(i int) reflect.Value { return reflect.ValueOf(items[i].srow).Elem() })
+		func(i int) ([]any, error) { return items[i].sargs, nil })
 	if err != nil {
 		return err
 	}
 	runs, runArgs, err := s.arrayInsert(reflect.TypeFor[runRow](), len(items),
-		func(i int) reflect.Value { return reflect.ValueOf(items[i].rrow).Elem() })
+		func(i int) ([]any, error) { return items[i].rargs, nil })
 	if err != nil {
 		return err
 	}
