@@ -93,7 +93,7 @@ func (c *Coordinator) answer(ctx context.Context, p orchestrator.StartRunParams,
 	if wait <= 0 || wait > c.cfg.SyncWait {
 		wait = c.cfg.SyncWait
 	}
-	out, err := c.WaitRun(ctx, res.RunID, wait)
+	out, err := c.waitRun(ctx, res.RunID, res.SessionID, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -111,42 +111,54 @@ func (c *Coordinator) WaitRun(ctx context.Context, id string, wait time.Duration
 	if err != nil {
 		return nil, err
 	}
-	if !run.Status.Terminal() && wait > 0 {
-		// A run's end is told on its session's key, like the session's own.
-		if _, err := c.await(ctx, wait, sessionKey(run.SessionID), "", func() (bool, error) {
-			var err error
-			run, err = c.GetRun(ctx, id)
-			return err == nil && run.Status.Terminal(), err
-		}); err != nil {
-			return nil, err
-		}
+	if run.Status.Terminal() {
+		wait = 0 // an end is final: one look answers
 	}
-	s, err := c.GetSession(ctx, run.SessionID)
-	if err != nil {
+	return c.waitRun(ctx, run.ID, run.SessionID, wait)
+}
+
+// waitRun is WaitRun for a run whose session is known (a sync start knows it). Each look reads the
+// session: while the run is the session's current run, the session's status is the run's (a run's end
+// ends its session in the same transaction) and an ended session holds the run's outcome, so that one
+// consistent read answers. Only a session that has moved on to a later run makes a look read the run too;
+// that run's result is then read from the session's log.
+func (c *Coordinator) waitRun(ctx context.Context, runID, sessionID string, wait time.Duration) (*orchestrator.StartRunResult, error) {
+	var (
+		s   *orchestrator.Session
+		run *orchestrator.Run // read only once the session has moved on
+	)
+	// A run's end is told on its session's key, like the session's own.
+	if _, err := c.await(ctx, wait, sessionKey(sessionID), "", func() (bool, error) {
+		var err error
+		if s, err = c.GetSession(ctx, sessionID); err != nil {
+			return false, err
+		}
+		if s.CurrentRunID == runID {
+			run = nil
+			return s.Status.Ended(), nil
+		}
+		if run, err = c.GetRun(ctx, runID); err != nil {
+			return false, err
+		}
+		return run.Status.Terminal(), nil
+	}); err != nil {
 		return nil, err
 	}
-	if !run.Status.Terminal() {
-		// The session was read after the run: the run may have ended in between, and the session then
-		// says ended while the run read says not. Read the run again, so that the answer is never an
-		// ended status without the run's outcome. A run still live now was live when the session was
-		// read, so the session's status is its status.
-		if run, err = c.GetRun(ctx, id); err != nil {
-			return nil, err
-		}
-	}
-	res := &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: s.Status}
+	res := &orchestrator.StartRunResult{RunID: runID, SessionID: sessionID, Status: s.Status}
 	switch {
+	case run == nil:
+		if s.Status.Ended() {
+			res.Result, res.Error = s.Result, s.Error
+		}
+		return res, nil // ended, or still going when the wait ended
 	case !run.Status.Terminal():
-		return res, nil // still going when the wait ended
-	case s.CurrentRunID == run.ID && s.Status.Ended():
-		res.Result, res.Error = s.Result, s.Error
 		return res, nil
 	}
 	// The session has moved on to a later run: this run's result is the last result event before its
 	// run_ended marker.
 	res.Status, res.Error = orchestrator.SessionStatus(run.Status), run.Error
-	res.Result, err = c.resultOfRun(ctx, s.ID, run.ID)
-	if err != nil {
+	var err error
+	if res.Result, err = c.resultOfRun(ctx, sessionID, runID); err != nil {
 		return nil, err
 	}
 	return res, nil

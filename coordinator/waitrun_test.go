@@ -155,3 +155,63 @@ func TestWaitRunEndBetweenReads(t *testing.T) {
 		t.Errorf("WaitRun = %+v (result %+v), want completed with the run's result", got, got.Result)
 	}
 }
+
+// readCounter is a store that counts reads of runs and sessions.
+type readCounter struct {
+	orchestrator.Store
+	runs, sessions atomic.Int64
+}
+
+func (s *readCounter) GetRun(ctx context.Context, id string) (*orchestrator.Run, error) {
+	s.runs.Add(1)
+	return s.Store.GetRun(ctx, id)
+}
+
+func (s *readCounter) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+	s.sessions.Add(1)
+	return s.Store.GetSession(ctx, id)
+}
+
+// TestSyncStartReadsTheSessionOnly: a sync start waits on its session alone, one read before it parks and
+// one when the run's end wakes it (it read the run three times and the session once).
+func TestSyncStartReadsTheSessionOnly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := &readCounter{Store: newStore(t)}
+	c := newCoordinator(t, coordinator.Config{Store: st})
+	a := register(t, c, "host-a", crawler())
+	type answer struct {
+		res *orchestrator.StartRunResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := c.StartRun(ctx, orchestrator.StartRunParams{AgentName: "web-crawler", Mode: orchestrator.ModeSync,
+			Wait: time.Minute, Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
+		answered <- answer{res, err}
+	}()
+	var w *orchestrator.Work
+	for w == nil || len(w.Runs) == 0 { // the start may not have created its run yet: a long poll waits for it
+		w = poll(t, c, a.RunnerID, 1)
+	}
+	for deadline := time.Now().Add(10 * time.Second); st.sessions.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // the start's first look, before it parks, reads the session
+			t.Fatalf("the sync start read its session %d times and its run %d times before parking, want 1 and 0", st.sessions.Load(), st.runs.Load())
+		}
+	}
+	runs, sessions := st.runs.Load(), st.sessions.Load()
+	if err := c.ReportRun(ctx, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: w.Runs[0].Run.ID, Status: orchestrator.RunCompleted,
+		Result: &orchestrator.Result{ResultText: "done"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := <-answered
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if got.res.Status != orchestrator.SessionCompleted || got.res.Result == nil || got.res.Result.ResultText != "done" {
+		t.Fatalf("sync start = %+v (result %+v), want completed with the run's result", got.res, got.res.Result)
+	}
+	if r, s := st.runs.Load()-runs, st.sessions.Load()-sessions; r != 0 || s != 1 || sessions != 1 {
+		t.Errorf("the sync start read the session %d times before parking and %d after, and the run %d times; want 1, 1 and 0", sessions, s, r)
+	}
+}
