@@ -26,8 +26,8 @@ import (
 )
 
 // The benchmarks of BENCHMARKS.md's "SQLite and PostgreSQL side by side". Each runs b.N runs of a no-op Go
-// function through one path and reports runs/s (wall clock, from the first StartRun to the last completed
-// session); run them with a fixed count:
+// function through one path and reports runs/s (wall clock, from the first StartRun to the last run's end,
+// counted through the coordinator's Metrics hook); run them with a fixed count:
 //
 //	ORCHESTRATOR_TEST_POSTGRES_URL=… go test -run '^$' -bench . -benchtime 5000x ./e2e/scaleout/
 //
