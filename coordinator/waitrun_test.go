@@ -111,16 +111,23 @@ func TestWaitRunUnknownRun(t *testing.T) {
 	}
 }
 
-// endBeforeSessionRead is a store whose next GetSession, once armed, first runs end: it puts a run's end
-// between WaitRun's read of the run and its read of the session.
-type endBeforeSessionRead struct {
+// observedStore is a store that counts reads of runs and sessions and, once armed, runs a function
+// before its next read of a session (to put a run's end between WaitRun's reads).
+type observedStore struct {
 	orchestrator.Store
-	armed atomic.Pointer[func()]
+	runs, sessions    atomic.Int64
+	beforeSessionRead atomic.Pointer[func()]
 }
 
-func (s *endBeforeSessionRead) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
-	if end := s.armed.Swap(nil); end != nil {
-		(*end)()
+func (s *observedStore) GetRun(ctx context.Context, id string) (*orchestrator.Run, error) {
+	s.runs.Add(1)
+	return s.Store.GetRun(ctx, id)
+}
+
+func (s *observedStore) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+	s.sessions.Add(1)
+	if f := s.beforeSessionRead.Swap(nil); f != nil {
+		(*f)()
 	}
 	return s.Store.GetSession(ctx, id)
 }
@@ -130,7 +137,7 @@ func (s *endBeforeSessionRead) GetSession(ctx context.Context, id string) (*orch
 func TestWaitRunEndBetweenReads(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := &endBeforeSessionRead{Store: newStore(t)}
+	st := &observedStore{Store: newStore(t)}
 	c := newCoordinator(t, coordinator.Config{Store: st})
 	a := register(t, c, "host-a", crawler())
 	res := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://a.example"}`)})
@@ -143,12 +150,12 @@ func TestWaitRunEndBetweenReads(t *testing.T) {
 			t.Errorf("ReportRun: %v", err)
 		}
 	}
-	st.armed.Store(&end)
+	st.beforeSessionRead.Store(&end)
 	got, err := c.WaitRun(ctx, res.RunID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.armed.Load() != nil {
+	if st.beforeSessionRead.Load() != nil {
 		t.Fatal("the run's end was not put between the reads")
 	}
 	if got.Status != orchestrator.SessionCompleted || got.Result == nil || got.Result.ResultText != "done" {
@@ -156,28 +163,12 @@ func TestWaitRunEndBetweenReads(t *testing.T) {
 	}
 }
 
-// readCounter is a store that counts reads of runs and sessions.
-type readCounter struct {
-	orchestrator.Store
-	runs, sessions atomic.Int64
-}
-
-func (s *readCounter) GetRun(ctx context.Context, id string) (*orchestrator.Run, error) {
-	s.runs.Add(1)
-	return s.Store.GetRun(ctx, id)
-}
-
-func (s *readCounter) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
-	s.sessions.Add(1)
-	return s.Store.GetSession(ctx, id)
-}
-
 // TestSyncStartReadsTheSessionOnly: a sync start waits on its session alone, one read before it parks and
 // one when the run's end wakes it (it read the run three times and the session once).
 func TestSyncStartReadsTheSessionOnly(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := &readCounter{Store: newStore(t)}
+	st := &observedStore{Store: newStore(t)}
 	c := newCoordinator(t, coordinator.Config{Store: st})
 	a := register(t, c, "host-a", crawler())
 	type answer struct {
