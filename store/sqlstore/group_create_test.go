@@ -61,7 +61,12 @@ func TestKeyedCreationsGroup(t *testing.T) {
 		}
 	}
 	create(0)
-	waitFor("the first creation to be taken", func() bool { return s.creates.Len() == 0 })
+	// The first creation waits on the lock, alone in its statement; only then do the others come.
+	waitFor("the first creation to wait on the lock", func() bool {
+		var waiting int
+		err := other.QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'idempotency_keys'::regclass").Scan(&waiting)
+		return err == nil && waiting > 0
+	})
 	for i := 1; i < n; i++ {
 		create(i)
 	}
