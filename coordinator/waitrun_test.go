@@ -13,56 +13,19 @@ import (
 	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
 )
 
-// playCallbackCase sets the callback case up on c and drives it in the background, its first run held
-// until release is closed.
-func playCallbackCase(t *testing.T, c *coordinator.Coordinator, release <-chan struct{}) <-chan callbackcase.Played {
-	t.Helper()
-	played, err := callbackcase.Play(t.Context(), c, release)
-	if err != nil {
-		t.Fatalf("set the callback case up: %v", err)
-	}
-	return played
-}
-
-// firstRun waits for the case to be played to its end and returns the first run's id.
-func firstRun(t *testing.T, played <-chan callbackcase.Played) string {
-	t.Helper()
-	p := <-played
-	if p.Err != nil {
-		t.Fatalf("playing the callback case: %v", p.Err)
-	}
-	return p.FirstRunID
-}
-
-// checkOutcome checks an answer is the first run's completed outcome, and that the session has since
-// moved on to the resumed run's (else the case did not happen and the test proves nothing).
-func checkOutcome(t *testing.T, c orchestrator.Coordinator, got *orchestrator.StartRunResult, firstRunID string) {
-	t.Helper()
-	if got.RunID != firstRunID || got.Status != orchestrator.SessionCompleted || got.Result == nil || got.Result.ResultText != callbackcase.FirstResult {
-		t.Errorf("answer = run %s %s %+v, want run %s completed with %q", got.RunID, got.Status, got.Result, firstRunID, callbackcase.FirstResult)
-	}
-	s, err := c.WaitSession(t.Context(), got.SessionID, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.CurrentRunID == firstRunID || s.Result == nil || s.Result.ResultText != callbackcase.ResumedResult {
-		t.Fatalf("the session was not resumed: current run %s, result %+v", s.CurrentRunID, s.Result)
-	}
-}
-
 func TestSyncStartAnswersItsOwnRunWhenACallbackResumesTheSession(t *testing.T) {
 	t.Parallel()
 	c := newCoordinator(t, coordinator.Config{})
 	release := make(chan struct{})
 	close(release)
-	ids := playCallbackCase(t, c, release)
+	ids := callbackcase.Play(t, c, release)
 	res, err := c.StartRun(t.Context(), orchestrator.StartRunParams{
 		AgentName: callbackcase.Parent, Prompt: "delegate", Mode: orchestrator.ModeSync, Wait: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOutcome(t, c, res, firstRun(t, ids))
+	callbackcase.CheckAnswer(t, c, "the sync answer", res, callbackcase.FirstRun(t, ids))
 }
 
 func TestWaitRunAnswersItsOwnRunWhenACallbackResumesTheSession(t *testing.T) {
@@ -70,7 +33,7 @@ func TestWaitRunAnswersItsOwnRunWhenACallbackResumesTheSession(t *testing.T) {
 	ctx := t.Context()
 	c := newCoordinator(t, coordinator.Config{})
 	release := make(chan struct{})
-	ids := playCallbackCase(t, c, release)
+	ids := callbackcase.Play(t, c, release)
 	started, err := c.StartRun(ctx, orchestrator.StartRunParams{AgentName: callbackcase.Parent, Prompt: "delegate"})
 	if err != nil {
 		t.Fatal(err)
@@ -91,15 +54,15 @@ func TestWaitRunAnswersItsOwnRunWhenACallbackResumesTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := firstRun(t, ids)
-	checkOutcome(t, c, res, first)
+	first := callbackcase.FirstRun(t, ids)
+	callbackcase.CheckAnswer(t, c, "WaitRun", res, first)
 
 	// Once the session has moved on, the run's own result is still its answer.
 	again, err := c.WaitRun(ctx, first, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOutcome(t, c, again, first)
+	callbackcase.CheckAnswer(t, c, "WaitRun after the resume", again, first)
 }
 
 func TestWaitRunUnknownRun(t *testing.T) {

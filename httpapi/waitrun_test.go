@@ -16,35 +16,10 @@ import (
 // first run is held until release is closed.
 func callbackEnv(t *testing.T, release <-chan struct{}, served orchestrator.Coordinator, coord *coordinator.Coordinator) (*httptest.Server, <-chan callbackcase.Played) {
 	t.Helper()
-	played, err := callbackcase.Play(t.Context(), coord, release)
-	if err != nil {
-		t.Fatalf("set the callback case up: %v", err)
-	}
+	played := callbackcase.Play(t, coord, release)
 	srv := httptest.NewServer(checkedHandler(t, NewHandler(served, Config{Tokens: testTokens})))
 	t.Cleanup(srv.Close)
 	return srv, played
-}
-
-func playedFirstRun(t *testing.T, played <-chan callbackcase.Played) string {
-	t.Helper()
-	p := <-played
-	if p.Err != nil {
-		t.Fatalf("playing the callback case: %v", p.Err)
-	}
-	return p.FirstRunID
-}
-
-// wantFirstRun checks an answer is the first run's completed outcome, and that the session has since
-// moved on to the resumed run (else the case did not happen and the test proves nothing).
-func wantFirstRun(t *testing.T, c orchestrator.Coordinator, what string, got *orchestrator.StartRunResult, firstRunID string) {
-	t.Helper()
-	if got.RunID != firstRunID || got.Status != orchestrator.SessionCompleted || got.Result == nil || got.Result.ResultText != callbackcase.FirstResult {
-		t.Errorf("%s = run %s %s %+v, want run %s completed with %q", what, got.RunID, got.Status, got.Result, firstRunID, callbackcase.FirstResult)
-	}
-	s := must[*orchestrator.Session](t, "WaitSession")(c.WaitSession(t.Context(), got.SessionID, time.Minute))
-	if s.CurrentRunID == firstRunID || s.Result == nil || s.Result.ResultText != callbackcase.ResumedResult {
-		t.Fatalf("the session was not resumed: current run %s, result %+v", s.CurrentRunID, s.Result)
-	}
 }
 
 // TestClientSyncStartLongWaitAnswersItsOwnRun: a sync StartRun whose wait exceeds the client's MaxWait
@@ -62,7 +37,7 @@ func TestClientSyncStartLongWaitAnswersItsOwnRun(t *testing.T) {
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(client.StartRun(t.Context(), orchestrator.StartRunParams{
 		AgentName: callbackcase.Parent, Prompt: "delegate", Mode: orchestrator.ModeSync, Wait: time.Minute,
 	}))
-	wantFirstRun(t, client, "the sync answer", res, playedFirstRun(t, played))
+	callbackcase.CheckAnswer(t, client, "the sync answer", res, callbackcase.FirstRun(t, played))
 }
 
 // TestWaitRunOverHTTP: GET /runs/{id}/result answers with the run's own outcome, at once or after a
@@ -86,10 +61,10 @@ func TestWaitRunOverHTTP(t *testing.T) {
 	close(release)
 	// Several requests of at most MaxWait each, the run ending during one of them.
 	res := must[*orchestrator.StartRunResult](t, "WaitRun")(client.WaitRun(ctx, started.RunID, time.Minute))
-	first := playedFirstRun(t, played)
-	wantFirstRun(t, client, "WaitRun", res, first)
+	first := callbackcase.FirstRun(t, played)
+	callbackcase.CheckAnswer(t, client, "WaitRun", res, first)
 	again := must[*orchestrator.StartRunResult](t, "WaitRun after the resume")(client.WaitRun(ctx, first, 0))
-	wantFirstRun(t, client, "WaitRun after the resume", again, first)
+	callbackcase.CheckAnswer(t, client, "WaitRun after the resume", again, first)
 
 	_, err = client.WaitRun(ctx, "run_unknown", time.Minute)
 	if !errors.Is(err, orchestrator.ErrNotFound) || orchestrator.ErrorCode(err) != "run_not_found" {

@@ -33,10 +33,7 @@ func TestSyncStartAnswersItsOwnRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			served := callbackcase.NewStartSignal(coord)
-			played, err := callbackcase.Play(ctx, coord, served.Answered())
-			if err != nil {
-				t.Fatalf("set the callback case up: %v", err)
-			}
+			played := callbackcase.Play(t, coord, served.Answered())
 			var opts *mcp.ClientOptions
 			if progress {
 				opts = &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {}}
@@ -47,20 +44,9 @@ func TestSyncStartAnswersItsOwnRun(t *testing.T) {
 				p.SetProgressToken("tok")
 			}
 			out := ok[mcpserver.RunOutput](t, callParams(t, cs, p))
-			pl := <-played
-			if pl.Err != nil {
-				t.Fatalf("playing the callback case: %v", pl.Err)
-			}
-			if out.RunID != pl.FirstRunID || out.Status != orchestrator.SessionCompleted || out.Result == nil || out.Result.ResultText != callbackcase.FirstResult {
-				t.Errorf("sync start = run %s %s %+v, want run %s completed with %q", out.RunID, out.Status, out.Result, pl.FirstRunID, callbackcase.FirstResult)
-			}
-			s, err := coord.WaitSession(ctx, out.SessionID, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.CurrentRunID == pl.FirstRunID || s.Result == nil || s.Result.ResultText != callbackcase.ResumedResult {
-				t.Fatalf("the session was not resumed: current run %s, result %+v", s.CurrentRunID, s.Result)
-			}
+			callbackcase.CheckAnswer(t, coord, "the sync start",
+				&orchestrator.StartRunResult{RunID: out.RunID, SessionID: out.SessionID, Status: out.Status, Result: out.Result},
+				callbackcase.FirstRun(t, played))
 		})
 	}
 }

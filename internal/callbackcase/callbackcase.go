@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -63,19 +64,22 @@ type Played struct {
 	Err        error
 }
 
-// Play sets the case up on coord and drives it in the background (see [Case.Drive]); the channel yields
-// the outcome when it is over. Cancelling ctx ends a case left half played.
-func Play(ctx context.Context, coord orchestrator.Coordinator, release <-chan struct{}) (<-chan Played, error) {
+// Play sets the case up on coord, failing tb if it cannot, and drives it in the background (see
+// [Case.Drive]); the channel yields the outcome when it is over ([FirstRun] waits for it). The end of
+// tb's context ends a case left half played.
+func Play(tb testing.TB, coord orchestrator.Coordinator, release <-chan struct{}) <-chan Played {
+	tb.Helper()
+	ctx := tb.Context()
 	c, err := Setup(ctx, coord)
 	if err != nil {
-		return nil, err
+		tb.Fatalf("set the callback case up: %v", err)
 	}
 	out := make(chan Played, 1)
 	go func() {
 		id, err := c.Drive(ctx, release)
 		out <- Played{id, err}
 	}()
-	return out, nil
+	return out
 }
 
 // Drive plays the parent's session once the test has started it: its first run starts the child in
@@ -174,4 +178,31 @@ func (s *StartSignal) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	res, err := s.Coordinator.StartRun(ctx, p)
 	s.once.Do(func() { close(s.answered) })
 	return res, err
+}
+
+// FirstRun waits for the case to be played to its end and returns the first run's id.
+func FirstRun(tb testing.TB, played <-chan Played) string {
+	tb.Helper()
+	p := <-played
+	if p.Err != nil {
+		tb.Fatalf("playing the callback case: %v", p.Err)
+	}
+	return p.FirstRunID
+}
+
+// CheckAnswer checks that got (what answered) is the first run's completed outcome, and that the session
+// has since moved on to the resumed run's, read through c (else the case did not happen and the test
+// proves nothing).
+func CheckAnswer(tb testing.TB, c orchestrator.Coordinator, what string, got *orchestrator.StartRunResult, firstRunID string) {
+	tb.Helper()
+	if got.RunID != firstRunID || got.Status != orchestrator.SessionCompleted || got.Result == nil || got.Result.ResultText != FirstResult {
+		tb.Errorf("%s = run %s %s %+v, want run %s completed with %q", what, got.RunID, got.Status, got.Result, firstRunID, FirstResult)
+	}
+	s, err := c.WaitSession(context.Background(), got.SessionID, time.Minute)
+	if err != nil {
+		tb.Fatalf("WaitSession: %v", err)
+	}
+	if s.CurrentRunID == firstRunID || s.Result == nil || s.Result.ResultText != ResumedResult {
+		tb.Fatalf("the session was not resumed: current run %s, result %+v", s.CurrentRunID, s.Result)
+	}
 }
