@@ -108,7 +108,8 @@ type fixture struct {
 	gates *gates
 }
 
-func newFixture(t *testing.T) *fixture {
+// newCoordinator starts a coordinator over a SQLite file of its own, stopped when t ends.
+func newCoordinator(t *testing.T) *coordinator.Coordinator {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
@@ -124,6 +125,13 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(coord.Stop)
+	return coord
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	coord := newCoordinator(t)
 	f := &fixture{coord: coord, gates: &gates{}}
 
 	for _, bp := range []*orchestrator.Blueprint{

@@ -2,17 +2,14 @@ package mcpserver_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentorchestrator/orchestrator"
-	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
-	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
 // TestSyncStartAnswersItsOwnRun: a sync start_agent_session answers with the outcome of the run it
@@ -22,16 +19,7 @@ import (
 func TestSyncStartAnswersItsOwnRun(t *testing.T) {
 	for _, progress := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "with progress"}[progress], func(t *testing.T) {
-			ctx := t.Context()
-			st, err := sqlstore.New(ctx, filepath.Join(t.TempDir(), "o.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			coord, err := coordinator.New(coordinator.Config{Store: st})
-			if err != nil {
-				t.Fatal(err)
-			}
+			coord := newCoordinator(t)
 			served := callbackcase.NewStartSignal(coord)
 			played := callbackcase.Play(t, coord, served.Answered())
 			var opts *mcp.ClientOptions
