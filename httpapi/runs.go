@@ -12,9 +12,10 @@ import (
 
 // startRun serves POST /runs. The body is [orchestrator.StartRunParams]: type says start or resume, mode
 // how the caller learns the outcome. A sync run waits for the run to end up to ?wait= (default and
-// cap: Config.MaxWait) and answers with its own result (see [orchestrator.Coordinator.WaitRun]); other modes answer at once. The legacy "mode":
-// "resume" is a resume in sync mode when ?wait= is given, async_poll otherwise. The caller's
-// X-Agent-Session-Id becomes parent_session_id when a new session names none.
+// cap: Config.MaxWait) and answers with its own result (see [orchestrator.Coordinator.WaitRun]); other
+// modes answer at once. The legacy "mode": "resume" is a resume in sync mode when ?wait= is given,
+// async_poll otherwise. The caller's X-Agent-Session-Id becomes parent_session_id when a new session
+// names none.
 //
 // An Idempotency-Key header (or the idempotency_key field; both must then agree) makes the request safe
 // to retry: a repeat of the request answers 200 with the first answer instead of 201 with a new run, and a
