@@ -18,10 +18,10 @@ import (
 // UpdateRunsBrief and one of UpdateSessionsBrief ([orchestrator.BatchBriefUpdater]). On PostgreSQL each
 // statement is a round trip, and a run's end took three of them (its run, its session, its events): here
 // the updates of a group that change the same columns under the same kind of guard go in one
-// UPDATE … FROM unnest(…) statement per table, prepared once, and the group's events in one multi-row
-// INSERT. On SQLite a
-// statement costs no round trip and the transactions of concurrent callers already share one commit
-// (batch.go), so each update runs alone, as UpdateRunBrief and UpdateSessionBrief run it.
+// UPDATE … FROM unnest(…) statement per table, prepared once, and the group's events in one INSERT over
+// arrays (insertBatch). On SQLite a statement costs no round trip and the transactions of concurrent
+// callers already share one commit (batch.go), so each update runs alone, as UpdateRunBrief and
+// UpdateSessionBrief run it.
 
 // maxUpdateGroup bounds the members of one grouped UPDATE, so that one statement's arrays stay a few
 // hundred kilobytes at most.
@@ -134,7 +134,7 @@ func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.Sessi
 			appended = append(appended, e)
 		}
 	}
-	if err := s.insertEventRows(ctx, events); err != nil {
+	if err := insertBatch(ctx, s, events); err != nil {
 		return nil, wrap(err, "events", "")
 	}
 	for k, e := range appended {
@@ -151,35 +151,6 @@ func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.Sessi
 		out[i] = b
 	}
 	return out, nil
-}
-
-// insertEventRows inserts rows on PostgreSQL in one prepared statement over arrays, whatever their
-// number.
-func (s *Store) insertEventRows(ctx context.Context, rows []*eventRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	cols := make([][]any, 5)
-	for _, r := range rows {
-		var data any
-		if r.Data != nil {
-			data = string(r.Data)
-		}
-		for k, v := range []any{r.SessionID, r.Seq, r.Type, formatTime(r.Time), data} {
-			cols[k] = append(cols[k], v)
-		}
-	}
-	args := make([]any, len(cols))
-	for k, c := range cols {
-		lit, err := pgArray(c)
-		if err != nil {
-			return err
-		}
-		args[k] = lit
-	}
-	_, err := s.execPrepared(ctx, "INSERT INTO events (session_id, seq, type, time, data)"+
-		" SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::timestamptz[], ?::json[])", args...)
-	return err
 }
 
 // guardMissed reports whether err is a guarded update's "the guard did not match": the record is missing
