@@ -197,3 +197,60 @@ func TestClaimPlanPostgres(t *testing.T) {
 		}
 	}
 }
+
+// The coordinator's sweeps select pending runs every half second, and parked ones in every full sweep:
+// those selections must walk runs_pending or runs_parked in order, never the runs table (the whole
+// history). A poll's look for the runs its runner holds searches runs_runner, and sorts what it finds
+// (no more than the runner has slots).
+func TestListRunsPlansSQLite(t *testing.T) {
+	t.Parallel()
+	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pending := []orchestrator.RunStatus{orchestrator.RunPending}
+	now := time.Now()
+	cursor := &runRow{ID: "run_a", CreatedAt: now.Add(-time.Hour)}
+	for _, c := range []struct {
+		name  string
+		f     orchestrator.RunFilter
+		after *runRow
+		want  string
+		sorts bool
+	}{
+		{"no-match sweep", orchestrator.RunFilter{Statuses: pending, CreatedBefore: now, Limit: 1000}, nil, "runs_pending", false},
+		{"no-match sweep, next page", orchestrator.RunFilter{Statuses: pending, CreatedBefore: now, Limit: 1000}, cursor, "runs_pending", false},
+		{"park sweep", orchestrator.RunFilter{Statuses: pending, Parked: new(false), CreatedBefore: now, Limit: 1000}, cursor, "runs_pending", false},
+		{"unpark", orchestrator.RunFilter{Statuses: pending, Parked: new(true)}, nil, "runs_parked", false},
+		{"runs a runner holds", orchestrator.RunFilter{RunnerID: "lnch_a", Statuses: []orchestrator.RunStatus{orchestrator.RunClaimed}, Limit: 8}, nil, "runs_runner", true},
+	} {
+		q := listRunsQuery(s.DB().NewSelect().Model((*runRow)(nil)), c.f, c.after).String()
+		rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, detail)
+		}
+		rows.Close()
+		plan := strings.Join(lines, "\n")
+		if !strings.HasPrefix(plan, "SEARCH ru USING INDEX "+c.want) && !strings.HasPrefix(plan, "SCAN ru USING INDEX "+c.want) ||
+			strings.Contains(plan, "TEMP B-TREE") != c.sorts || len(lines) != 1+btoi(c.sorts) {
+			t.Errorf("%s: the plan of %s is\n%s\nwant one walk of %s, in order", c.name, q, plan, c.want)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

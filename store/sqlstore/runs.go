@@ -48,14 +48,39 @@ func (s *Store) GetRun(ctx context.Context, id string) (*orchestrator.Run, error
 // ListRuns returns the runs f selects, oldest first. AfterID continues strictly after that run; a cursor
 // naming a run that no longer exists is ErrNotFound.
 //
-// The indexed selections are by session, by runner (with statuses), by pinned runner, and of pending
-// runs. A selection by other statuses alone (GET /runs?status=running) reads the whole runs table: runs
-// have no status index, because every status change would move its entry (migration 3 dropped it to
-// spare each run's writes). Sessions are indexed by status; list those, or set a retention.
+// The indexed selections are by session, by runner (with statuses), by pinned runner, of pending runs
+// (runs_pending) and of parked ones (runs_parked). A selection by other statuses alone (GET
+// /runs?status=running) reads the whole runs table: runs have no status index, because every status change
+// would move its entry (migration 3 dropped it to spare each run's writes). Sessions are indexed by status;
+// list those, or set a retention.
 func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
+	var after *runRow
+	if f.AfterID != "" {
+		after = new(runRow)
+		if err := s.r.NewSelect().Model(after).Column("id", "created_at").Where("id = ?", f.AfterID).Scan(ctx); err != nil {
+			return nil, wrap(err, "cursor run", f.AfterID)
+		}
+	}
 	var rows []runRow
-	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
-	if len(f.Statuses) > 0 {
+	if err := listRunsQuery(s.r.NewSelect().Model(&rows), f, after).Scan(ctx); err != nil {
+		return nil, wrap(err, "runs", "")
+	}
+	return domains(rows, (*runRow).domain)
+}
+
+// listRunsQuery adds f's selection to q, continuing after the run after when it is set.
+//
+// The coordinator's sweeps select pending runs every half second, with parked runs apart, and they must
+// not read the runs table: it holds the whole history. SQLite uses a partial index only when the query has
+// the index's WHERE terms as they are written, so one status is "status = 'pending'", never a one-item IN
+// list, and Parked is "parked" or "NOT parked", as in runs_parked and runs_claim.
+func listRunsQuery(q *bun.SelectQuery, f orchestrator.RunFilter, after *runRow) *bun.SelectQuery {
+	q = q.OrderExpr("created_at, id")
+	switch len(f.Statuses) {
+	case 0:
+	case 1:
+		q = q.Where("status = ?", string(f.Statuses[0]))
+	default:
 		q = q.Where("status IN (?)", bun.List(f.Statuses))
 	}
 	if f.SessionID != "" {
@@ -68,7 +93,11 @@ func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orch
 		q = q.Where("demand_runner_id = ?", f.DemandRunnerID)
 	}
 	if f.Parked != nil {
-		q = q.Where("parked = ?", *f.Parked)
+		if *f.Parked {
+			q = q.Where("parked")
+		} else {
+			q = q.Where("NOT parked")
+		}
 	}
 	if f.AgentName != "" {
 		q = q.Where("agent_name = ?", f.AgentName)
@@ -76,20 +105,13 @@ func (s *Store) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]*orch
 	if !f.CreatedBefore.IsZero() {
 		q = q.Where("created_at < ?", utc(f.CreatedBefore))
 	}
-	if f.AfterID != "" {
-		var after runRow
-		if err := s.r.NewSelect().Model(&after).Column("id", "created_at").Where("id = ?", f.AfterID).Scan(ctx); err != nil {
-			return nil, wrap(err, "cursor run", f.AfterID)
-		}
+	if after != nil {
 		q = afterCursor(q, after.CreatedAt, after.ID)
 	}
 	if f.Limit > 0 {
 		q = q.Limit(int64(f.Limit))
 	}
-	if err := q.Scan(ctx); err != nil {
-		return nil, wrap(err, "runs", "")
-	}
-	return domains(rows, (*runRow).domain)
+	return q
 }
 
 // domains converts scanned rows to their domain values.
