@@ -152,9 +152,14 @@ type Runner struct {
 	// must not run twice.
 	recent      map[string]time.Time
 	recentOrder []string
-	cancelPoll  context.CancelFunc // ends a stop-only poll when a slot frees
-	pollIsStops bool
-	wg          sync.WaitGroup
+	cancelPoll  context.CancelFunc // ends the loop's poll for runs when the runner must register again
+	// watchingStops is set while the stop watch runs (see watchStops), pollingRuns while the loop polls
+	// for runs.
+	watchingStops, pollingRuns bool
+	watchDone                  sync.WaitGroup
+	// wake wakes the loop while the runner is full: a slot freed, or the runner must register again.
+	wake chan struct{}
+	wg   sync.WaitGroup
 	// reports queues final reports for a BatchReporter (nil: they go one by one).
 	reports *batch.Queue[orchestrator.RunReport]
 
@@ -264,6 +269,7 @@ func New(cfg Config) (*Runner, error) {
 		recent:     map[string]time.Time{},
 		registered: make(chan struct{}),
 		reRegister: make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
 		link:       &link{log: cfg.Logger},
 	}
 	r.reports = r.newReportQueue()
@@ -309,6 +315,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		pollWait = 30 * time.Second
 	}
 	retry := backoff.New(100*time.Millisecond, 5*time.Second)
+	// When the last poll took as many runs as it asked for, more are likely waiting (backlog): a slot
+	// that frees then waits a little for others (see below), up to the last such poll's round trip.
+	refill := max(1, r.cfg.MaxConcurrent/4)
+	backlog := false
+	var lastPoll time.Duration
+	var gather *time.Timer
 	for ctx.Err() == nil {
 		select {
 		case <-r.reRegister:
@@ -329,21 +341,60 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		r.mu.Lock()
 		free := r.cfg.MaxConcurrent - r.slotsInUse()
+		if free > 0 && (!backlog || free >= refill) {
+			gather = nil
+		} else {
+			// A full runner takes stops through the stop watch, and polls for runs once a slot frees.
+			// While a backlog waits, one claim for a few slots costs the coordinator about what one for a
+			// single slot does: the first slot to free waits for refill slots, or for the time the last
+			// poll took, whichever comes first.
+			var deadline <-chan time.Time
+			if free > 0 {
+				if gather == nil {
+					gather = time.NewTimer(lastPoll)
+				}
+				deadline = gather.C
+			}
+			r.watchStops(ctx, pollWait)
+			r.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-r.wake:
+				continue
+			case <-deadline:
+			}
+			r.mu.Lock()
+			free = r.cfg.MaxConcurrent - r.slotsInUse()
+			gather = nil
+			if free == 0 || ctx.Err() != nil {
+				r.mu.Unlock()
+				continue
+			}
+		}
 		pollCtx, cancel := context.WithCancel(ctx)
-		r.cancelPoll, r.pollIsStops = cancel, free == 0
+		r.cancelPoll = cancel
+		r.pollingRuns = true
 		id, gen := r.runnerID, r.gen
 		r.mu.Unlock()
 
+		began := time.Now()
 		work, err := r.co.PollWork(pollCtx, orchestrator.PollParams{RunnerID: id, Wait: pollWait, Max: free})
-		slotFreed := pollCtx.Err() != nil && ctx.Err() == nil
+		cancelled := pollCtx.Err() != nil && ctx.Err() == nil
 		cancel()
+		r.mu.Lock()
+		r.pollingRuns = false
+		r.mu.Unlock()
+		backlog = err == nil && work != nil && len(work.Runs) == free
+		if backlog {
+			lastPoll = min(time.Since(began), maxGather) // it found runs at once: a round trip
+		}
 		switch {
 		case err == nil:
 			r.link.result("poll", nil)
 			retry.Reset()
 		case ctx.Err() != nil:
-		case slotFreed:
-			continue
+		case cancelled:
+			continue // the runner must register again: the loop's next turn does it
 		case mustRegisterAgain(err):
 			r.mu.Lock()
 			stale := gen != r.gen
@@ -375,10 +426,78 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.start(runsCtx, asg)
 		}
 	}
+	r.watchDone.Wait()
 	r.shutdown()
 	stopHB()
 	<-hbDone
 	return nil
+}
+
+// watchStops starts the stop watch unless it runs already; r.mu is held. The stop watch long-polls for
+// stops alone (Max 0) while the loop does not poll for runs (the runner is full, or waits for more slots
+// to free), and ends after a poll that finds the loop polling again.
+//
+// It is a poll of its own rather than the loop's, so that a slot that frees does not cancel it. A runner
+// under load fills and frees its slots many times a second: a cancelled poll would cost the coordinator
+// a look at the store for nothing each time, and over HTTP/1.1 its connection, which the client closes to
+// cancel a request in flight. A watch poll outlives the runner's next poll for runs instead: for up to a
+// poll's wait both are open, and each brings the stops it finds.
+func (r *Runner) watchStops(ctx context.Context, pollWait time.Duration) {
+	if r.watchingStops {
+		return
+	}
+	r.watchingStops = true
+	r.watchDone.Add(1)
+	go func() {
+		defer r.watchDone.Done()
+		retry := backoff.New(100*time.Millisecond, 5*time.Second)
+		for {
+			r.mu.Lock()
+			if ctx.Err() != nil || r.pollingRuns {
+				r.watchingStops = false
+				r.mu.Unlock()
+				return
+			}
+			id, gen := r.runnerID, r.gen
+			r.mu.Unlock()
+			work, err := r.co.PollWork(ctx, orchestrator.PollParams{RunnerID: id, Wait: pollWait})
+			switch {
+			case err == nil:
+				r.link.result("poll", nil)
+				retry.Reset()
+				for _, sid := range work.Stop {
+					r.stop(sid, "stopped")
+				}
+			case ctx.Err() != nil:
+			case mustRegisterAgain(err):
+				// The loop registers again; until then this runner's polls are refused.
+				r.mu.Lock()
+				if gen == r.gen {
+					select {
+					case r.reRegister <- struct{}{}:
+					default:
+					}
+					r.wakeLoop()
+				}
+				r.watchingStops = false
+				r.mu.Unlock()
+				return
+			default:
+				if !r.link.result("poll", err) {
+					r.log.Warn("poll for stops failed", "err", err)
+				}
+				retry.Sleep(ctx)
+			}
+		}
+	}()
+}
+
+// wakeLoop wakes the loop if it waits for a free slot; r.mu is held.
+func (r *Runner) wakeLoop() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
 }
 
 // register registers until it succeeds, the context ends, or the coordinator rejects the registration as
@@ -470,6 +589,7 @@ func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
 				if r.cancelPoll != nil {
 					r.cancelPoll()
 				}
+				r.wakeLoop()
 			}
 			r.mu.Unlock()
 		case r.link.result("heartbeat", err):
@@ -516,8 +636,8 @@ func (r *Runner) executed(ar *activeRun) {
 	ar.reporting = true
 	r.reporting++
 	r.slotsBusy()
-	if r.reporting <= r.cfg.MaxPendingReports && r.pollIsStops && r.cancelPoll != nil {
-		r.cancelPoll() // a slot is free: poll again, this time for runs
+	if r.reporting <= r.cfg.MaxPendingReports {
+		r.wakeLoop() // a slot is free: poll for runs
 	}
 }
 
@@ -535,11 +655,12 @@ func (r *Runner) finished(runID string) {
 		delete(r.recent, r.recentOrder[0])
 		r.recentOrder = r.recentOrder[1:]
 	}
-	if r.pollIsStops && r.cancelPoll != nil {
-		r.cancelPoll() // a slot is free: poll again, this time for runs
-	}
+	r.wakeLoop() // a slot is free: poll for runs
 	r.mu.Unlock()
 }
+
+// maxGather bounds how long a free slot waits for others before the runner polls for runs.
+const maxGather = 5 * time.Millisecond
 
 // recentFor is how long a finished run is remembered. A stale redelivery is a poll answer built before the
 // run's end was committed, so it arrives within a poll's round trip; a minute is ample.

@@ -22,8 +22,10 @@ type slowReports struct {
 	blocked  int           // reports waiting
 	reported int
 	pollMax  int // Max of the poll in flight; -1 when none
-	busy     int // the runner's last SlotsBusy
-	peak     int // and its highest
+	// stopPolls counts the polls for stops alone, cancelled those that ended cancelled.
+	stopPolls, cancelled int
+	busy                 int // the runner's last SlotsBusy
+	peak                 int // and its highest
 }
 
 // SlotsBusy makes slowReports the runner's Metrics too.
@@ -79,9 +81,9 @@ func (c *slowReports) PollWork(ctx context.Context, p orchestrator.PollParams) (
 		})
 		return &w, nil
 	}
-	c.note(func() { c.pollMax = p.Max })
+	c.note(func() { c.pollMax = p.Max; c.stopPolls++ })
 	<-ctx.Done()
-	c.note(func() { c.pollMax = -1 })
+	c.note(func() { c.pollMax = -1; c.cancelled++ })
 	return nil, ctx.Err()
 }
 
@@ -149,6 +151,52 @@ func TestSlotIsARunningProcess(t *testing.T) {
 			co.waitUntil(t, "one more run taken after one report", func() bool {
 				return co.handed == handed+1 && co.blocked == handed && co.pollMax == 0
 			})
+		})
+	}
+}
+
+// TestFullRunnerKeepsItsStopPoll: a full runner waits for stops on a poll of its own, which a slot that
+// frees does not cancel. Under load a runner fills and frees its slots all the time; a cancelled poll
+// costs the coordinator a look at the store and, over HTTP/1.1, a connection. A slot freed while a backlog
+// waits is refilled even when no other slot frees to share the claim.
+func TestFullRunnerKeepsItsStopPoll(t *testing.T) {
+	t.Parallel()
+	for _, slots := range []int{2, 8} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			t.Parallel()
+			co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
+			bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
+			r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
+				Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: slots, MaxPendingReports: -1, MaxReportBatch: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			defer func() {
+				close(co.all)
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+
+			co.waitUntil(t, "every slot held by a run waiting on its report, a poll for stops open", func() bool {
+				return co.blocked == slots && co.handed == slots && co.pollMax == 0
+			})
+			// Each report recorded frees one slot, and one more run is taken: the runner is full again.
+			for i := 1; i <= 5; i++ {
+				co.one <- struct{}{}
+				co.waitUntil(t, "one more run taken after one report", func() bool {
+					return co.handed == slots+i && co.blocked == slots
+				})
+			}
+			co.mu.Lock()
+			defer co.mu.Unlock()
+			if co.stopPolls != 1 || co.cancelled != 0 || co.pollMax != 0 {
+				t.Errorf("%d polls for stops, %d of them cancelled, one open: %v; want one, open, never cancelled", co.stopPolls, co.cancelled, co.pollMax == 0)
+			}
 		})
 	}
 }
