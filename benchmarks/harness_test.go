@@ -138,8 +138,8 @@ func startCPU() *cpuMeter {
 	return &m
 }
 
-// report adds cpu-µs/run and child-cpu-µs/run to b's metrics.
-func (m *cpuMeter) report(b *testing.B) {
+// report adds cpu-µs/run and child-cpu-µs/run to b's metrics, and returns them.
+func (m *cpuMeter) report(b *testing.B) (selfPerRun, childrenPerRun float64) {
 	var self, children syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
@@ -147,6 +147,8 @@ func (m *cpuMeter) report(b *testing.B) {
 		return float64(b.Utime.Nano()+b.Stime.Nano()-a.Utime.Nano()-a.Stime.Nano()) / 1e3
 	}
 	n := float64(b.N)
-	b.ReportMetric(used(m.self, self)/n, "cpu-µs/run")
-	b.ReportMetric(used(m.children, children)/n, "child-cpu-µs/run")
+	selfPerRun, childrenPerRun = used(m.self, self)/n, used(m.children, children)/n
+	b.ReportMetric(selfPerRun, "cpu-µs/run")
+	b.ReportMetric(childrenPerRun, "child-cpu-µs/run")
+	return selfPerRun, childrenPerRun
 }
