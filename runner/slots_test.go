@@ -98,6 +98,31 @@ func (c *slowReports) ReportRun(ctx context.Context, rep orchestrator.RunReport)
 	return nil
 }
 
+// runSlowReports runs a runner of the given slots and MaxPendingReports against a new slowReports, which
+// is its Metrics too, until the test ends; then every report is let go.
+func runSlowReports(t *testing.T, slots, pendingReports int) *slowReports {
+	t.Helper()
+	co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
+	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
+	r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
+		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: slots, MaxPendingReports: pendingReports, MaxReportBatch: 1,
+		Metrics: co})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		close(co.all)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return co
+}
+
 // TestSlotIsARunningProcess: a run whose execution ended frees its slot while its report is on its way,
 // up to MaxPendingReports such runs; past them a slow coordinator holds the slots, and the runner polls
 // for stops only until a report is recorded. The slots-busy gauge counts executing runs only: none, while
@@ -113,24 +138,7 @@ func TestSlotIsARunningProcess(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("pending=%d", tc.pending), func(t *testing.T) {
 			t.Parallel()
-			co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
-			bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
-			r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
-				Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 2, MaxPendingReports: tc.pending, MaxReportBatch: 1,
-				Metrics: co})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- r.Run(ctx) }()
-			defer func() {
-				close(co.all)
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			}()
+			co := runSlowReports(t, 2, tc.pending)
 
 			// Every run handed out ends at once and waits on its report. Once as many wait as the slots and
 			// the pending reports hold, the runner asks for stops only.
@@ -164,23 +172,7 @@ func TestFullRunnerKeepsItsStopPoll(t *testing.T) {
 	for _, slots := range []int{2, 8} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			t.Parallel()
-			co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
-			bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
-			r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
-				Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: slots, MaxPendingReports: -1, MaxReportBatch: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- r.Run(ctx) }()
-			defer func() {
-				close(co.all)
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			}()
+			co := runSlowReports(t, slots, -1)
 
 			co.waitUntil(t, "every slot held by a run waiting on its report, a poll for stops open", func() bool {
 				return co.blocked == slots && co.handed == slots && co.pollMax == 0

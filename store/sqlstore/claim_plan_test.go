@@ -16,26 +16,11 @@ import (
 // of it: that is what keeps a claim's cost independent of the runs pinned to other runners.
 func TestClaimPlanSQLite(t *testing.T) {
 	t.Parallel()
-	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sqliteStore(t)
 	runner := &orchestrator.RunnerInfo{ID: "lnch_a", Hostname: "h", Tags: []string{"gpu"}, AcceptsAgents: true}
-	rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+claimSQL[false].claim, claimArgs(false, runner, utc(time.Now()), 8)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var lines []string
+	lines := sqlitePlan(t, s, claimSQL[false].claim, claimArgs(false, runner, utc(time.Now()), 8)...)
 	uses := 0
-	for rows.Next() {
-		var id, parent, notUsed int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, detail)
+	for _, detail := range lines {
 		if strings.Contains(detail, "USING INDEX runs_claim") {
 			uses++
 		}
@@ -58,18 +43,8 @@ func TestClaimPlanSQLite(t *testing.T) {
 // the runner's history in runs_runner.
 func TestStopProbePlanSQLite(t *testing.T) {
 	t.Parallel()
-	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var id, parent, notUsed int
-	var detail string
-	err = s.DB().DB.QueryRowContext(t.Context(), "EXPLAIN QUERY PLAN "+stopProbeSQL, "lnch_a").
-		Scan(&id, &parent, &notUsed, &detail)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := sqliteStore(t)
+	detail := strings.Join(sqlitePlan(t, s, stopProbeSQL, "lnch_a"), "\n")
 	// SQLite, without statistics, prefers runs_runner with both columns bound: that visits only the
 	// runner's claimed and running runs, which is as good.
 	if !strings.HasPrefix(detail, "SEARCH runs USING INDEX runs_stop (runner_id=?)") &&
@@ -204,11 +179,7 @@ func TestClaimPlanPostgres(t *testing.T) {
 // (no more than the runner has slots).
 func TestListRunsPlansSQLite(t *testing.T) {
 	t.Parallel()
-	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sqliteStore(t)
 	pending := []orchestrator.RunStatus{orchestrator.RunPending}
 	now := time.Now()
 	cursor := &runRow{ID: "run_a", CreatedAt: now.Add(-time.Hour)}
@@ -226,26 +197,47 @@ func TestListRunsPlansSQLite(t *testing.T) {
 		{"runs a runner holds", orchestrator.RunFilter{RunnerID: "lnch_a", Statuses: []orchestrator.RunStatus{orchestrator.RunClaimed}, Limit: 8}, nil, "runs_runner", true},
 	} {
 		q := listRunsQuery(s.DB().NewSelect().Model((*runRow)(nil)), c.f, c.after).String()
-		rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, detail)
-		}
-		rows.Close()
+		lines := sqlitePlan(t, s, q)
 		plan := strings.Join(lines, "\n")
 		if !strings.HasPrefix(plan, "SEARCH ru USING INDEX "+c.want) && !strings.HasPrefix(plan, "SCAN ru USING INDEX "+c.want) ||
 			strings.Contains(plan, "TEMP B-TREE") != c.sorts || len(lines) != 1+btoi(c.sorts) {
 			t.Errorf("%s: the plan of %s is\n%s\nwant one walk of %s, in order", c.name, q, plan, c.want)
 		}
 	}
+}
+
+// sqliteStore opens a store on a new SQLite file, closed when the test ends.
+func sqliteStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sqlitePlan returns the lines of SQLite's plan for query with args (EXPLAIN QUERY PLAN), in order.
+func sqlitePlan(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.DB().DB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
 
 func btoi(b bool) int {

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,11 +39,7 @@ func TestSQLiteDSN(t *testing.T) {
 // Every connection, writer and readers, runs with the settings the DSN adds.
 func TestSQLitePragmas(t *testing.T) {
 	t.Parallel()
-	s, err := New(t.Context(), filepath.Join(t.TempDir(), "o.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sqliteStore(t)
 	want := map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "1", "foreign_keys": "1", "temp_store": "2"}
 	for _, h := range []struct {
 		name string
