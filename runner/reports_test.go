@@ -100,12 +100,13 @@ func noopWork(n int, lastID string) *orchestrator.Work {
 	return &w
 }
 
-// runNoopRunner runs a runner of the blueprint "noop" on co until the test ends.
-func runNoopRunner(t *testing.T, co orchestrator.Coordinator, maxBatch int) *Runner {
+// runNoopRunner runs a runner of the blueprint "noop", executed at once, with cfg (its Coordinator, limits
+// and Metrics) until the test ends.
+func runNoopRunner(t *testing.T, cfg Config) *Runner {
 	t.Helper()
 	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
-	r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
-		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: 8, MaxReportBatch: maxBatch})
+	cfg.Executor, cfg.Blueprints, cfg.Hostname, cfg.ProjectDir = instantExecutor{}, []*orchestrator.Blueprint{bp}, "h", t.TempDir()
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestRunnerBatchesReports(t *testing.T) {
 		co := &batchCoordinator{work: make(chan *orchestrator.Work, 1), release: make(chan struct{})}
 		var releaseOnce sync.Once
 		release := func() { releaseOnce.Do(func() { close(co.release) }) }
-		r := runNoopRunner(t, co, 3)
+		r := runNoopRunner(t, Config{Coordinator: co, MaxConcurrent: 8, MaxReportBatch: 3})
 		// Cleanups run last first: this one before the runner's, whose shutdown a blocked report would hold.
 		t.Cleanup(release)
 
@@ -191,7 +192,7 @@ func TestRunnerReportsAloneWithoutBatching(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		co := &batchCoordinator{work: make(chan *orchestrator.Work, 1), release: make(chan struct{})}
 		close(co.release)
-		runNoopRunner(t, co, 1)
+		runNoopRunner(t, Config{Coordinator: co, MaxConcurrent: 8, MaxReportBatch: 1})
 		co.work <- noopWork(4, "")
 		synctest.Wait()
 		co.mu.Lock()

@@ -99,27 +99,12 @@ func (c *slowReports) ReportRun(ctx context.Context, rep orchestrator.RunReport)
 }
 
 // runSlowReports runs a runner of the given slots and MaxPendingReports against a new slowReports, which
-// is its Metrics too, until the test ends; then every report is let go.
+// is its Metrics too, until the test ends; then every report is let go first.
 func runSlowReports(t *testing.T, slots, pendingReports int) *slowReports {
 	t.Helper()
 	co := &slowReports{one: make(chan struct{}), all: make(chan struct{}), changed: make(chan struct{}), pollMax: -1}
-	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
-	r, err := New(Config{Coordinator: co, Executor: instantExecutor{}, Blueprints: []*orchestrator.Blueprint{bp},
-		Hostname: "h", ProjectDir: t.TempDir(), MaxConcurrent: slots, MaxPendingReports: pendingReports, MaxReportBatch: 1,
-		Metrics: co})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		close(co.all)
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runNoopRunner(t, Config{Coordinator: co, MaxConcurrent: slots, MaxPendingReports: pendingReports, MaxReportBatch: 1, Metrics: co})
+	t.Cleanup(func() { close(co.all) }) // cleanups run last first: before the runner is stopped
 	return co
 }
 
