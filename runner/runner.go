@@ -472,13 +472,7 @@ func (r *Runner) watchStops(ctx context.Context, pollWait time.Duration) {
 			case mustRegisterAgain(err):
 				// The loop registers again; until then this runner's polls are refused.
 				r.mu.Lock()
-				if gen == r.gen {
-					select {
-					case r.reRegister <- struct{}{}:
-					default:
-					}
-					r.wakeLoop()
-				}
+				r.registerAgain(gen)
 				r.watchingStops = false
 				r.mu.Unlock()
 				return
@@ -490,6 +484,23 @@ func (r *Runner) watchStops(ctx context.Context, pollWait time.Duration) {
 			}
 		}
 	}()
+}
+
+// registerAgain tells the loop to register again, after a heartbeat or a stop poll under registration gen
+// was answered that the coordinator no longer knows this runner: it ends the loop's poll and wakes it.
+// An answer to a call made under an older registration is stale and ignored. r.mu is held.
+func (r *Runner) registerAgain(gen uint64) {
+	if gen != r.gen {
+		return
+	}
+	select {
+	case r.reRegister <- struct{}{}:
+	default:
+	}
+	if r.cancelPoll != nil {
+		r.cancelPoll()
+	}
+	r.wakeLoop()
 }
 
 // wakeLoop wakes the loop if it waits for a free slot; r.mu is held.
@@ -581,16 +592,7 @@ func (r *Runner) heartbeatLoop(ctx context.Context, every time.Duration) {
 			r.link.result("heartbeat", nil)
 		case mustRegisterAgain(err):
 			r.mu.Lock()
-			if gen == r.gen { // else the runner registered again since this heartbeat was sent
-				select {
-				case r.reRegister <- struct{}{}:
-				default:
-				}
-				if r.cancelPoll != nil {
-					r.cancelPoll()
-				}
-				r.wakeLoop()
-			}
+			r.registerAgain(gen)
 			r.mu.Unlock()
 		case r.link.result("heartbeat", err):
 		default:
