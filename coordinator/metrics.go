@@ -57,25 +57,26 @@ func (c *Coordinator) inTx(ctx context.Context, op string, fn func(ctx context.C
 }
 
 // claimRuns is c.store.ClaimRuns, timed when metrics are on; each run it claims is observed by
-// [Metrics.RunClaimed] and traced (traceClaim).
+// [Metrics.RunClaimed] and traced (see claimed).
 func (c *Coordinator) claimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
-	if c.metrics == nil {
-		runs, err := c.store.ClaimRuns(ctx, p)
-		for _, r := range runs {
-			c.traceClaim(ctx, r, p.Runner.ID)
-		}
-		return runs, err
-	}
 	start := time.Now()
 	runs, err := c.store.ClaimRuns(ctx, p)
 	c.timeStore(opClaim, start)
-	for _, r := range runs {
-		c.metrics.RunClaimed(r.AgentName, p.Now.Sub(r.CreatedAt))
-	}
-	for _, r := range runs {
-		c.traceClaim(ctx, r, p.Runner.ID)
-	}
+	c.claimed(ctx, p.Runner.ID, p.Now, runs)
 	return runs, err
+}
+
+// claimed observes each run of a committed claim by runnerID at now by [Metrics.RunClaimed], and traces
+// it (traceClaim).
+func (c *Coordinator) claimed(ctx context.Context, runnerID string, now time.Time, runs []*orchestrator.Run) {
+	if c.metrics != nil {
+		for _, r := range runs {
+			c.metrics.RunClaimed(r.AgentName, now.Sub(r.CreatedAt))
+		}
+	}
+	for _, r := range runs {
+		c.traceClaim(ctx, r, runnerID)
+	}
 }
 
 // timeStore observes the store operation op that began at start: defer c.timeStore(op, time.Now()).

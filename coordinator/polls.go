@@ -41,19 +41,52 @@ func (c *Coordinator) PollWork(ctx context.Context, p orchestrator.PollParams) (
 }
 
 func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (*orchestrator.Work, error) {
-	runner, err := lookup(c.store.GetRunner(ctx, p.RunnerID)).as("runner", p.RunnerID)
-	if err != nil {
-		return nil, err
-	}
-	if runner.Status == orchestrator.RunnerOffline {
-		return nil, orchestrator.Errorf(orchestrator.ErrNotFound, "runner_not_found", "runner %q is offline; register again", p.RunnerID)
-	}
 	now := c.now()
-	work := &orchestrator.Work{}
-	stops, err := c.store.TakeStopRequests(ctx, p.RunnerID, now, now.Add(-c.cfg.StopResend))
+	var (
+		runner *orchestrator.RunnerInfo
+		stops  []*orchestrator.Run
+		runs   []*orchestrator.Run
+	)
+	// look reads the runner, takes its stop requests and claims up to p.Max runs for it, through st.
+	look := func(ctx context.Context, st orchestrator.Store, inTx bool) error {
+		runner, stops, runs = nil, nil, nil // a transaction may run look again
+		var err error
+		runner, err = lookup(st.GetRunner(ctx, p.RunnerID)).as("runner", p.RunnerID)
+		if err != nil {
+			return err
+		}
+		if runner.Status == orchestrator.RunnerOffline {
+			return orchestrator.Errorf(orchestrator.ErrNotFound, "runner_not_found", "runner %q is offline; register again", p.RunnerID)
+		}
+		if stops, err = st.TakeStopRequests(ctx, p.RunnerID, now, now.Add(-c.cfg.StopResend)); err != nil {
+			return err
+		}
+		if runner.Status != orchestrator.RunnerOnline || p.Max == 0 {
+			return nil // a stale runner gets stops but no new runs (nor redeliveries)
+		}
+		cp := orchestrator.ClaimParams{Runner: runner, Now: now, Max: p.Max}
+		if inTx {
+			runs, err = st.ClaimRuns(ctx, cp)
+		} else {
+			runs, err = c.claimRuns(ctx, cp)
+		}
+		return err
+	}
+	var err error
+	if p.Max > 0 && c.warmWrites {
+		// The store reads for less in a write transaction than outside one, and the claim is a write
+		// transaction anyway: the runner's row and its stop requests are read in the claim's.
+		err = c.inTx(ctx, opClaim, func(ctx context.Context, tx orchestrator.Store) error { return look(ctx, tx, true) })
+		if err == nil {
+			c.claimed(ctx, runner.ID, now, runs)
+		}
+	} else {
+		err = look(ctx, c.store, false)
+	}
 	if err != nil {
 		return nil, err
 	}
+	work := &orchestrator.Work{}
 	for _, r := range stops {
 		work.Stop = append(work.Stop, r.SessionID)
 	}
@@ -63,12 +96,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 	// One claim takes as many runs as the runner has free slots. A run that cannot be executed (its agent
 	// was deleted meanwhile) is failed, and another claim looks for a replacement; a claim that took fewer
 	// than it asked for took all there was.
-	for len(work.Runs) < p.Max {
-		want := p.Max - len(work.Runs)
-		runs, err := c.claimRuns(ctx, orchestrator.ClaimParams{Runner: runner, Now: now, Max: want})
-		if err != nil {
-			return nil, err
-		}
+	for want := p.Max; len(runs) > 0; {
 		for _, run := range runs {
 			asg, err := c.assignment(ctx, run)
 			if err != nil {
@@ -81,8 +109,12 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 			c.logRunStarted(run, runner.ID)
 			work.Runs = append(work.Runs, asg)
 		}
-		if len(runs) < want {
+		if len(runs) < want || len(work.Runs) == p.Max {
 			break
+		}
+		want = p.Max - len(work.Runs)
+		if runs, err = c.claimRuns(ctx, orchestrator.ClaimParams{Runner: runner, Now: now, Max: want}); err != nil {
+			return nil, err
 		}
 	}
 	if len(work.Runs) == 0 && p.Max > 0 {

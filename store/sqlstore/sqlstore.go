@@ -331,6 +331,12 @@ func (s *Store) DB() *bun.DB {
 	return s.dbW
 }
 
+// ReadsWarmInWrites reports whether a read costs less inside a write transaction ([Store.InTx]) than on
+// its own, which is true on SQLite: a read connection's page cache is dropped whenever another connection
+// committed since its last read, while the single writer's stays warm. The coordinator reads a poll's
+// runner and stop requests in the claim's transaction when it is true.
+func (s *Store) ReadsWarmInWrites() bool { return s.batch != nil }
+
 // InTx runs fn in one transaction. On a Store already bound to a transaction it runs fn in that
 // transaction.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx orchestrator.Store) error) error {
