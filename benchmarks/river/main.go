@@ -6,7 +6,10 @@
 //
 // Shapes: "single" inserts one job (or run) per call from 64 producers, executed by 128 workers (the
 // runner's MaxConcurrent); "batch" inserts 1,000 per call (InsertMany, StartRuns) from 4 producers,
-// executed by 1,000 workers. Each measurement starts on a new database (a new PostgreSQL schema, a new
+// executed by 1,000 workers; "spawn" inserts one per call from 64 producers, executed by 8 workers that
+// each start /bin/true and wait for it (River's worker through os/exec, the orchestrator's runner through
+// its deterministic executor), beside the rate at which 8 goroutines spawn /bin/true with nothing else,
+// measured in the same round: each side is also given as a fraction of that rate. Each measurement starts on a new database (a new PostgreSQL schema, a new
 // SQLite file), counts from the first insert to the last job recorded as completed, and the two sides
 // alternate which goes first from one round to the next. Without -pg (or ORCHESTRATOR_TEST_POSTGRES_URL)
 // only SQLite is measured.
@@ -21,8 +24,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -36,8 +42,9 @@ type shape struct {
 	name      string
 	producers int
 	workers   int
-	batch     int // jobs per insert call; 1 for single inserts
-	n         int // jobs per measurement
+	batch     int  // jobs per insert call; 1 for single inserts
+	n         int  // jobs per measurement
+	spawn     bool // each job starts /bin/true and waits for it, rather than doing nothing
 }
 
 var (
@@ -45,6 +52,7 @@ var (
 	rounds  = flag.Int("rounds", 3, "measurements of each pair; the sides alternate which goes first")
 	single  = flag.Int("single", 10000, "jobs per measurement, single inserts")
 	batched = flag.Int("batch", 40000, "jobs per measurement, batch inserts")
+	spawns  = flag.Int("spawn", 5000, "jobs per measurement, /bin/true spawned by each")
 	only    = flag.String("only", "", "comma-separated filter on backend or shape names (e.g. PostgreSQL,single)")
 	pgConns = flag.Int("pg-conns", 20, "River's pgx pool size on PostgreSQL (the orchestrator's store opens 20)")
 )
@@ -63,8 +71,9 @@ func main() {
 	shapes := []shape{
 		{name: "single", producers: 64, workers: 128, batch: 1, n: *single},
 		{name: "batch", producers: 4, workers: 1000, batch: 1000, n: *batched},
+		{name: "spawn", producers: 64, workers: 8, batch: 1, n: *spawns, spawn: true},
 	}
-	type result struct{ river, ours []float64 }
+	type result struct{ river, ours, raw []float64 }
 	results := map[string]*result{}
 	var order []string
 	for round := range *rounds {
@@ -79,6 +88,14 @@ func main() {
 					r = &result{}
 					results[key] = r
 					order = append(order, key)
+				}
+				if sh.spawn {
+					rate, err := rawSpawn(sh.workers, sh.n)
+					if err != nil {
+						fatal(err)
+					}
+					fmt.Printf("round %d  %-18s %-5s  %8.0f /s\n", round+1, key, "raw", rate)
+					r.raw = append(r.raw, rate)
 				}
 				sides := []string{"river", "ours"}
 				if round%2 == 1 {
@@ -124,6 +141,50 @@ func main() {
 		}
 		fmt.Printf("| %s | %s | %s | %s |\n", key, span(r.river, "%.0f"), span(r.ours, "%.0f"), span(ratios, "%.2f×"))
 	}
+	for _, key := range order {
+		r := results[key]
+		if len(r.raw) == 0 {
+			continue
+		}
+		var riverX, oursX []float64
+		for i := range min(len(r.raw), len(r.river), len(r.ours)) {
+			riverX, oursX = append(riverX, r.river[i]/r.raw[i]), append(oursX, r.ours[i]/r.raw[i])
+		}
+		fmt.Println()
+		fmt.Println("| backend, shape | raw spawn (spawns/s) | River, fraction of raw | orchestrator, fraction of raw |")
+		fmt.Println("| --- | --- | --- | --- |")
+		fmt.Printf("| %s | %s | %s | %s |\n", key, span(r.raw, "%.0f"), span(riverX, "%.2f×"), span(oursX, "%.2f×"))
+	}
+}
+
+// rawSpawn is the rate at which workers goroutines start /bin/true and wait for it, n times in all, with
+// nothing else running.
+func rawSpawn(workers, n int) (float64, error) {
+	began := time.Now()
+	next := make(chan struct{})
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range next {
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(n) / time.Since(began).Seconds(), nil
 }
 
 func selected(names ...string) bool {

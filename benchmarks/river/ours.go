@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
 	"github.com/agentorchestrator/orchestrator/internal/endcount"
 	"github.com/agentorchestrator/orchestrator/runner"
@@ -17,7 +18,8 @@ import (
 )
 
 // oursRun measures the orchestrator's embedded path as e2e/scaleout's BenchmarkEmbeddedPath does: a
-// coordinator on a sqlstore, a runner in the same process executing a Go function that does nothing,
+// coordinator on a sqlstore, a runner in the same process executing a Go function that does nothing (in
+// the spawn shape, the deterministic executor running /bin/true),
 // n runs created by the shape's producers (StartRun per run, or StartRuns of shape.batch runs), timed
 // from the first creation to the last run recorded as completed.
 //
@@ -55,9 +57,16 @@ func oursRun(ctx context.Context, backend backend, shape shape, n int, dir strin
 	funcs := gofunc.New(gofunc.NewRawTask("noop", "does nothing",
 		json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"}}}`), nil,
 		func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }))
-	worker, err := runner.New(runner.Config{
-		Coordinator: coord, Executor: funcs, Blueprints: funcs.Blueprints(), MaxConcurrent: shape.workers,
-	})
+	rcfg := runner.Config{Coordinator: coord, Executor: funcs, Blueprints: funcs.Blueprints(), MaxConcurrent: shape.workers}
+	agent := "noop"
+	if shape.spawn {
+		agent = "true"
+		rcfg.Executor = deterministic.New(deterministic.Config{})
+		rcfg.Blueprints = []*orchestrator.Blueprint{{Name: agent, Type: orchestrator.AgentTypeDeterministic, Command: "/bin/true",
+			ParametersSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"}}}`)}}
+		rcfg.ProjectDir = dir
+	}
+	worker, err := runner.New(rcfg)
 	if err != nil {
 		return 0, err
 	}
@@ -68,7 +77,7 @@ func oursRun(ctx context.Context, backend backend, shape shape, n int, dir strin
 	<-worker.Registered()
 
 	params := func(i int) orchestrator.StartRunParams {
-		return orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+		return orchestrator.StartRunParams{AgentName: agent, Parameters: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
 	}
 	ids := make([]string, n)
 	began := time.Now()
