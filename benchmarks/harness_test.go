@@ -26,6 +26,7 @@ import (
 // or over a PostgreSQL schema of its own with BENCH_STORE=postgres (and ORCHESTRATOR_TEST_POSTGRES_URL).
 type system struct {
 	coord *coordinator.Coordinator
+	store *sqlstore.Store
 	url   string
 }
 
@@ -62,7 +63,7 @@ func startCoordinator(tb testing.TB, cfg coordinator.Config) *system {
 		coord.Stop()
 		st.Close()
 	})
-	return &system{coord: coord, url: "http://" + ln.Addr().String()}
+	return &system{coord: coord, store: st, url: "http://" + ln.Addr().String()}
 }
 
 func client(tb testing.TB, url string) *httpapi.Client {
