@@ -9,9 +9,10 @@
 // executed by 1,000 workers; "spawn" inserts one per call from 64 producers, executed by 8 workers that
 // each start /bin/true and wait for it (River's worker through os/exec, the orchestrator's runner through
 // its deterministic executor), beside the rate at which 8 goroutines spawn /bin/true with nothing else,
-// measured in the same round: each side is also given as a fraction of that rate. Each measurement starts on a new database (a new PostgreSQL schema, a new
-// SQLite file), counts from the first insert to the last job recorded as completed, and the two sides
-// alternate which goes first from one round to the next. Without -pg (or ORCHESTRATOR_TEST_POSTGRES_URL)
+// measured in the same round: each side is also given as a fraction of that rate. Each measurement
+// starts on a new database (a new PostgreSQL schema, a new SQLite file), counts from the first insert to
+// the last job recorded as completed, and the two sides alternate which goes first from one round to
+// the next. Without -pg (or ORCHESTRATOR_TEST_POSTGRES_URL)
 // only SQLite is measured.
 package main
 
@@ -141,18 +142,22 @@ func main() {
 		}
 		fmt.Printf("| %s | %s | %s | %s |\n", key, span(r.river, "%.0f"), span(r.ours, "%.0f"), span(ratios, "%.2f×"))
 	}
+	header := true
 	for _, key := range order {
 		r := results[key]
 		if len(r.raw) == 0 {
 			continue
 		}
+		if header {
+			fmt.Println()
+			fmt.Println("| backend, shape | raw spawn (spawns/s) | River, fraction of raw | orchestrator, fraction of raw |")
+			fmt.Println("| --- | --- | --- | --- |")
+			header = false
+		}
 		var riverX, oursX []float64
 		for i := range min(len(r.raw), len(r.river), len(r.ours)) {
 			riverX, oursX = append(riverX, r.river[i]/r.raw[i]), append(oursX, r.ours[i]/r.raw[i])
 		}
-		fmt.Println()
-		fmt.Println("| backend, shape | raw spawn (spawns/s) | River, fraction of raw | orchestrator, fraction of raw |")
-		fmt.Println("| --- | --- | --- | --- |")
 		fmt.Printf("| %s | %s | %s | %s |\n", key, span(r.raw, "%.0f"), span(riverX, "%.2f×"), span(oursX, "%.2f×"))
 	}
 }
