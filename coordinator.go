@@ -7,8 +7,8 @@ import (
 )
 
 // Coordinator is the API that clients, runners and the MCP server call. Package coordinator implements
-// it in-process over a [Store]; httpapi.Client implements it over HTTP, so a runner or a tool works the
-// same embedded or remote.
+// it in-process over a store (package store); httpapi.Client implements it over HTTP, so a runner or a
+// tool works the same embedded or remote.
 type Coordinator interface {
 	// ListAgents lists agents; deterministic agents carry their parameters_schema inline.
 	ListAgents(ctx context.Context, p ListAgentsParams) ([]*AgentInfo, error)
@@ -216,15 +216,36 @@ type RunReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Notifier carries wake-ups between coordinator replicas sharing a store (on PostgreSQL: LISTEN/NOTIFY).
-// Keys are opaque strings; a wake-up is only a hint to re-read the store, so a lost one delays a waiter
-// until its next timeout but never loses data.
-type Notifier interface {
-	// Notify publishes key to every replica (this one included, or not: both are fine). It must not block;
-	// implementations queue and batch.
-	Notify(key string)
-	// Listen delivers keys published by any replica until ctx ends. It may deliver the empty key when
-	// wake-ups may have been missed (it has just started listening): the coordinator then wakes every
-	// waiter. On an error the coordinator calls Listen again after a second.
-	Listen(ctx context.Context, deliver func(key string)) error
+// SessionFilter selects sessions, oldest first, in pages.
+type SessionFilter struct {
+	Statuses        []SessionStatus
+	AgentName       string
+	ParentSessionID string
+	// AfterID continues a listing after the session with this id (the cursor of the previous page).
+	AfterID string
+	// Limit bounds the page; zero means no bound.
+	Limit int
+	// EndedBefore selects ended sessions whose EndedAt is older than it (retention).
+	EndedBefore time.Time
+	// NewestFirst lists the newest sessions first (created_at, then id, descending) instead of the oldest;
+	// AfterID then continues toward older ones. A dashboard shows what just started without paging through
+	// the whole history.
+	NewestFirst bool
+}
+
+// RunFilter selects runs, oldest first.
+type RunFilter struct {
+	Statuses  []RunStatus
+	SessionID string
+	// RunnerID selects runs claimed by this runner.
+	RunnerID string
+	// DemandRunnerID selects runs pinned to this runner (Demands.RunnerID).
+	DemandRunnerID string
+	AgentName      string
+	// CreatedBefore selects runs created before it (the no-match timeout).
+	CreatedBefore time.Time
+	// Parked, when set, selects runs whose Parked equals it.
+	Parked  *bool
+	AfterID string
+	Limit   int
 }

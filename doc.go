@@ -6,8 +6,8 @@
 // [Blueprint]; invoking it starts a [Session], and each start or resume of a session is a [Run] queued
 // for a runner. A session has an append-only log of [Event] values and ends with a [Result] of the same
 // shape for every agent type. A [Coordinator] validates parameters against the agent's schema (every
-// error at once, see [ValidationError]), keeps everything in a [Store] and hands runs to runners, which
-// execute them through an [Executor].
+// error at once, see [ValidationError]), keeps everything in a store (package store) and hands runs to
+// runners, which execute them through an [Executor].
 //
 // The parts live in subpackages: coordinator (the in-process Coordinator), runner (the worker loop),
 // httpapi (the HTTP API, and a client that is a Coordinator too), mcpserver (tools for AI agents),

@@ -82,19 +82,3 @@ type RegisteredBlueprint struct {
 	Name           string `json:"name"`
 	RegisteredName string `json:"registered_name"`
 }
-
-// Agent is an agent as the coordinator knows it: a blueprint under its registered name, bound to the
-// runner that owns it (deterministic agents) or to the coordinator's registry (AI agents).
-type Agent struct {
-	// Name is the registered name callers use; it differs from Blueprint.Name after a collision
-	// ("web-crawler@lnch_…").
-	Name      string     `json:"name"`
-	Blueprint *Blueprint `json:"blueprint"`
-	// RunnerID is the owning runner, empty for registry agents.
-	RunnerID  string    `json:"runner_id,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Type is the agent's type.
-func (a *Agent) Type() AgentType { return a.Blueprint.Type }

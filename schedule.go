@@ -36,7 +36,7 @@ type Schedule struct {
 	LastError string    `json:"last_error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
-	// Revision counts the schedule's writes; [Store].UpdateSchedule is guarded by it.
+	// Revision counts the schedule's writes; a store's UpdateSchedule is guarded by it.
 	Revision int64 `json:"-"`
 }
 

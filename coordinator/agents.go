@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/tags"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // ListAgents lists agents ordered by name. Deterministic agents carry their parameters_schema inline, so a
@@ -18,7 +19,7 @@ func (c *Coordinator) ListAgents(ctx context.Context, p orchestrator.ListAgentsP
 			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "%v", err)
 		}
 	}
-	agents, err := c.store.ListAgents(ctx, orchestrator.AgentFilter{Type: p.Type, Tags: p.Tags})
+	agents, err := c.store.ListAgents(ctx, store.AgentFilter{Type: p.Type, Tags: p.Tags})
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func (c *Coordinator) GetAgent(ctx context.Context, name string) (*orchestrator.
 	return agentInfo(a, true), nil
 }
 
-func agentInfo(a *orchestrator.Agent, full bool) *orchestrator.AgentInfo {
+func agentInfo(a *store.Agent, full bool) *orchestrator.AgentInfo {
 	b := a.Blueprint
 	info := &orchestrator.AgentInfo{
 		Name:             a.Name,
@@ -69,7 +70,7 @@ func (c *Coordinator) CreateAgent(ctx context.Context, b *orchestrator.Blueprint
 		return nil, err
 	}
 	now := c.now()
-	a := &orchestrator.Agent{Name: b.Name, Blueprint: b, CreatedAt: now, UpdatedAt: now}
+	a := &store.Agent{Name: b.Name, Blueprint: b, CreatedAt: now, UpdatedAt: now}
 	if err := c.store.CreateAgent(ctx, a); err != nil {
 		if errors.Is(err, orchestrator.ErrConflict) {
 			return nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_exists", "agent %q already exists", b.Name)
@@ -97,8 +98,8 @@ func (c *Coordinator) UpdateAgent(ctx context.Context, name string, b *orchestra
 	if err != nil {
 		return nil, err
 	}
-	var out *orchestrator.Agent
-	err = c.inTx(ctx, opAgents, func(ctx context.Context, tx orchestrator.Store) error {
+	var out *store.Agent
+	err = c.inTx(ctx, opAgents, func(ctx context.Context, tx store.Store) error {
 		a, err := lookup(tx.GetAgent(ctx, name)).as("agent", name)
 		if err != nil {
 			return err
@@ -121,7 +122,7 @@ func (c *Coordinator) UpdateAgent(ctx context.Context, name string, b *orchestra
 // DeleteAgent removes a registry agent. Sessions it already started are not affected.
 func (c *Coordinator) DeleteAgent(ctx context.Context, name string) error {
 	defer c.agentsChanged() // after the commit (or the failure: clearing is always safe)
-	return c.inTx(ctx, opAgents, func(ctx context.Context, tx orchestrator.Store) error {
+	return c.inTx(ctx, opAgents, func(ctx context.Context, tx store.Store) error {
 		a, err := lookup(tx.GetAgent(ctx, name)).as("agent", name)
 		if err != nil {
 			return err
@@ -177,13 +178,13 @@ func (c *Coordinator) PutAgents(ctx context.Context, blueprints []*orchestrator.
 		checked = append(checked, nb)
 	}
 	defer c.agentsChanged()
-	return c.inTx(ctx, opAgents, func(ctx context.Context, tx orchestrator.Store) error {
+	return c.inTx(ctx, opAgents, func(ctx context.Context, tx store.Store) error {
 		now := c.now()
 		for _, b := range checked {
 			a, err := tx.GetAgent(ctx, b.Name)
 			switch {
 			case errors.Is(err, orchestrator.ErrNotFound):
-				if err := tx.CreateAgent(ctx, &orchestrator.Agent{Name: b.Name, Blueprint: b, CreatedAt: now, UpdatedAt: now}); err != nil {
+				if err := tx.CreateAgent(ctx, &store.Agent{Name: b.Name, Blueprint: b, CreatedAt: now, UpdatedAt: now}); err != nil {
 					return err
 				}
 			case err != nil:
@@ -217,7 +218,7 @@ const agentCacheMax = 4096
 // that replica's wake-up arrives through the Notifier (milliseconds later; the same race as a lookup made
 // just before the write). AgentCacheTTL bounds what a lost wake-up, or a write straight to the store, can
 // leave behind. Only agents that exist are cached, so a new agent is found at once.
-func (c *Coordinator) startAgent(ctx context.Context, name string) (*orchestrator.Agent, error) {
+func (c *Coordinator) startAgent(ctx context.Context, name string) (*store.Agent, error) {
 	if c.agents == nil {
 		return lookup(c.store.GetAgent(ctx, name)).as("agent", name)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // sessionsCreator is the store capability StartRuns uses to create a fan-out in one transaction with
@@ -55,7 +56,7 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 	if sc, ok := c.store.(sessionsCreator); ok {
 		err = sc.CreateSessionsWithRuns(ctx, sessions, runs)
 	} else {
-		err = c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		err = c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 			for i := range sessions {
 				if err := tx.CreateSessionWithRun(ctx, sessions[i], runs[i]); err != nil {
 					return err

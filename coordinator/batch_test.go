@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // TestStartRuns starts a fan-out on a store that creates it in one batch and on one that has only the
@@ -20,11 +21,11 @@ func TestStartRuns(t *testing.T) {
 		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			var store orchestrator.Store = newStore(t)
+			var backing store.Store = newStore(t)
 			if plain {
-				store = plainStore{store}
+				backing = plainStore{backing}
 			}
-			c := newCoordinator(t, coordinator.Config{Store: store})
+			c := newCoordinator(t, coordinator.Config{Store: backing})
 			reg := register(t, c, "host-a", crawler())
 
 			ps := make([]orchestrator.StartRunParams, 50)

@@ -8,14 +8,15 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-// plainStore hides every optional capability of the store it wraps (orchestrator.BriefUpdater among
+// plainStore hides every optional capability of the store it wraps (store.BriefUpdater among
 // them), in its transactions too, so that the coordinator takes the path any Store supports.
-type plainStore struct{ orchestrator.Store }
+type plainStore struct{ store.Store }
 
-func (p plainStore) InTx(ctx context.Context, fn func(ctx context.Context, tx orchestrator.Store) error) error {
-	return p.Store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+func (p plainStore) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Store) error) error {
+	return p.Store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		return fn(ctx, plainStore{tx})
 	})
 }
@@ -35,14 +36,14 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := newStore(t)
-			var store orchestrator.Store = st
+			var backing store.Store = st
 			if plain {
-				store = plainStore{st}
+				backing = plainStore{st}
 			}
-			if _, ok := store.(orchestrator.BriefUpdater); ok == plain {
+			if _, ok := backing.(store.BriefUpdater); ok == plain {
 				t.Fatalf("store is a BriefUpdater: %v, want %v", ok, !plain)
 			}
-			c := newCoordinator(t, coordinator.Config{Store: store, WebhookSecret: []byte("s"),
+			c := newCoordinator(t, coordinator.Config{Store: backing, WebhookSecret: []byte("s"),
 				WebhookAllowHosts: []string{"127.0.0.1"}})
 			a, ai, parent := runningParent(t, c, "crawl")
 
@@ -94,7 +95,7 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 				ps.Result.ResultType != "agent" || ps.CurrentRunID == parent.RunID {
 				t.Fatalf("parent = %+v, result %+v; want resumed by the callback, keeping its derived result", ps, ps.Result)
 			}
-			cbs, err := st.ListCallbacks(ctx, orchestrator.CallbackFilter{ParentSessionID: parent.SessionID})
+			cbs, err := st.ListCallbacks(ctx, store.CallbackFilter{ParentSessionID: parent.SessionID})
 			if err != nil || len(cbs) != 1 || cbs[0].Type != "child_completed" || cbs[0].ChildAgent != "web-crawler" ||
 				cbs[0].DeliveredAt == nil || cbs[0].Result == nil || cbs[0].Result.ResultText != "out" {
 				t.Fatalf("callbacks = %s, %v", mustJSON(t, cbs), err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"github.com/agentorchestrator/orchestrator/store"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -16,7 +17,7 @@ import (
 
 // deliverCallbacks resumes an idle parent with every pending callback addressed to it, in one run. A busy
 // parent gets them when its current run ends (finishRun calls this again for it).
-func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Store, fx *effects, parentID string) error {
+func (c *Coordinator) deliverCallbacks(ctx context.Context, tx store.Store, fx *effects, parentID string) error {
 	parent, err := tx.GetSession(ctx, parentID)
 	if errors.Is(err, orchestrator.ErrNotFound) {
 		return nil // the parent was deleted; its callbacks went with it
@@ -27,7 +28,7 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Stor
 	if !parent.Status.Ended() || parent.AgentType != orchestrator.AgentTypeAgent {
 		return nil
 	}
-	pending, err := tx.ListCallbacks(ctx, orchestrator.CallbackFilter{ParentSessionID: parentID, Pending: true})
+	pending, err := tx.ListCallbacks(ctx, store.CallbackFilter{ParentSessionID: parentID, Pending: true})
 	if err != nil || len(pending) == 0 {
 		return err
 	}
@@ -37,14 +38,14 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx orchestrator.Stor
 	// what is read now is delivered by this transaction alone. A parent that was resumed since it was read
 	// is busy: its callbacks are delivered when that run ends (finishRun) or by the sweep.
 	parent, err = tx.UpdateSession(ctx, parentID, []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped},
-		orchestrator.SessionUpdate{UpdatedAt: parent.UpdatedAt})
+		store.SessionUpdate{UpdatedAt: parent.UpdatedAt})
 	if errors.Is(err, orchestrator.ErrConflict) || errors.Is(err, orchestrator.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if pending, err = tx.ListCallbacks(ctx, orchestrator.CallbackFilter{ParentSessionID: parentID, Pending: true}); err != nil || len(pending) == 0 {
+	if pending, err = tx.ListCallbacks(ctx, store.CallbackFilter{ParentSessionID: parentID, Pending: true}); err != nil || len(pending) == 0 {
 		return err
 	}
 	prompt := callbackPrompt(pending)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"github.com/agentorchestrator/orchestrator/store"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -23,7 +24,7 @@ import (
 // Config configures a [Coordinator]. Zero values take the documented defaults.
 type Config struct {
 	// Store holds all state. Required.
-	Store orchestrator.Store
+	Store store.Store
 	// Logger receives operational logs. Default: discard.
 	Logger *slog.Logger
 
@@ -90,7 +91,7 @@ type Config struct {
 
 	// Notifier carries wake-ups between coordinator replicas that share one store, so a runner parked on one
 	// replica is woken by a run created through another. Nil: this coordinator is the only one.
-	Notifier orchestrator.Notifier
+	Notifier store.Notifier
 
 	// AgentCacheTTL is how long StartRun may reuse an agent it looked up instead of reading it again.
 	// Agent writes through this coordinator clear the cache when they commit, and writes through another
@@ -147,7 +148,7 @@ func withDefaults(l orchestrator.Limits) orchestrator.Limits {
 type warmWriter interface{ ReadsWarmInWrites() bool }
 
 // Coordinator is the in-process [orchestrator.Coordinator]: it validates requests, keeps every state
-// change in the [orchestrator.Store] and wakes parked runners and waiters the moment something they wait
+// change in the [store.Store] and wakes parked runners and waiters the moment something they wait
 // for happens. Several Coordinators may share one PostgreSQL store; every state change is a guarded store
 // update, so concurrent replicas cannot both win a transition.
 //
@@ -155,13 +156,13 @@ type warmWriter interface{ ReadsWarmInWrites() bool }
 // callback delivery) and the schedules' firing loop, and [Coordinator.Stop] to end them.
 type Coordinator struct {
 	cfg     Config
-	store   orchestrator.Store
+	store   store.Store
 	log     *slog.Logger
 	limits  orchestrator.Limits
 	schemas *orchestrator.SchemaCache
 	wakeups *wakeup.Hub
 	// agents caches StartRun's agent lookups (nil when Config.AgentCacheTTL is negative).
-	agents *ttlcache.Cache[*orchestrator.Agent]
+	agents *ttlcache.Cache[*store.Agent]
 	// webhookKick wakes the webhook deliverer when this coordinator queued a delivery or one ended.
 	webhookKick chan struct{}
 	// webhookSlots holds a token per delivery in flight (capacity: WebhookConcurrency).
@@ -189,7 +190,7 @@ var (
 	_ orchestrator.Coordinator   = (*Coordinator)(nil)
 	_ orchestrator.BatchStarter  = (*Coordinator)(nil)
 	_ orchestrator.BatchReporter = (*Coordinator)(nil)
-	_ orchestrator.WriteChecker  = (*Coordinator)(nil)
+	_ store.WriteChecker         = (*Coordinator)(nil)
 )
 
 // New returns a coordinator over cfg.Store.
@@ -261,7 +262,7 @@ func New(cfg Config) (*Coordinator, error) {
 		tracer:       traces.Tracer(cfg.TracerProvider, tracerName),
 	}
 	if cfg.AgentCacheTTL > 0 {
-		c.agents = ttlcache.New[*orchestrator.Agent](cfg.AgentCacheTTL, agentCacheMax)
+		c.agents = ttlcache.New[*store.Agent](cfg.AgentCacheTTL, agentCacheMax)
 	}
 	if ww, ok := cfg.Store.(warmWriter); ok {
 		c.warmWrites = ww.ReadsWarmInWrites()
@@ -276,7 +277,7 @@ func (c *Coordinator) Config() Config { return c.cfg }
 func (c *Coordinator) Limits() orchestrator.Limits { return c.limits }
 
 // Store returns the coordinator's store.
-func (c *Coordinator) Store() orchestrator.Store { return c.store }
+func (c *Coordinator) Store() store.Store { return c.store }
 
 // now is the time to record, by the configured clock.
 func (c *Coordinator) now() time.Time { return c.cfg.Now().UTC().Truncate(time.Microsecond) }
@@ -357,10 +358,10 @@ func (f found[T]) as(what, id string) (T, error) {
 	return f.v, f.err
 }
 
-// CheckWrite implements [orchestrator.WriteChecker] with the store's own check; a store without one is taken
+// CheckWrite implements [store.WriteChecker] with the store's own check; a store without one is taken
 // to be able to write.
 func (c *Coordinator) CheckWrite(ctx context.Context) error {
-	if wc, ok := c.store.(orchestrator.WriteChecker); ok {
+	if wc, ok := c.store.(store.WriteChecker); ok {
 		return wc.CheckWrite(ctx)
 	}
 	return nil

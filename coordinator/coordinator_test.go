@@ -17,6 +17,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -349,7 +350,7 @@ func TestPollWakesWhenRunArrives(t *testing.T) {
 
 // lookCountingStore counts the store look-ups a runner's poll makes, one GetRunner per look.
 type lookCountingStore struct {
-	orchestrator.Store
+	store.Store
 	looks atomic.Int64
 }
 

@@ -1,5 +1,5 @@
 // Package coordinator is the in-process [orchestrator.Coordinator]: it validates requests, keeps every
-// state change in an [orchestrator.Store] and hands runs to runners, waking parked runners and waiters the
+// state change in a [store.Store] and hands runs to runners, waking parked runners and waiters the
 // moment something they wait for happens. Package httpapi serves it over HTTP; package runner executes
 // what it hands out.
 //

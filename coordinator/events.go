@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/wellformed"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // ListEvents returns up to limit events with a sequence number above after (limit defaults to 100 and is
@@ -95,14 +96,14 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 		out[i] = &orchestrator.Event{SessionID: sessionID, Type: e.Type, Time: now, Data: data}
 	}
 	started := false
-	err := c.inTx(ctx, opAppendEvents, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opAppendEvents, func(ctx context.Context, tx store.Store) error {
 		first, err := startedByEvents(ctx, tx, sessionID, now)
 		if err != nil {
 			return err
 		}
 		started = first != nil
 		if executorSessionID != "" {
-			if _, err := tx.UpdateSession(ctx, sessionID, nil, orchestrator.SessionUpdate{ExecutorSessionID: &executorSessionID, UpdatedAt: now}); err != nil {
+			if _, err := tx.UpdateSession(ctx, sessionID, nil, store.SessionUpdate{ExecutorSessionID: &executorSessionID, UpdatedAt: now}); err != nil {
 				return err
 			}
 		}
@@ -128,7 +129,7 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 // started report — an executor that posts through the runner's gateway races that report — and returns
 // the run_started event to append before them (nil when the run is not claimed), so that run_started is
 // always a run's first event. The started report that follows finds the run running and changes nothing.
-func startedByEvents(ctx context.Context, tx orchestrator.Store, sessionID string, now time.Time) (*orchestrator.Event, error) {
+func startedByEvents(ctx context.Context, tx store.Store, sessionID string, now time.Time) (*orchestrator.Event, error) {
 	s, err := tx.GetSession(ctx, sessionID)
 	if err != nil || s.Status != orchestrator.SessionPending || s.CurrentRunID == "" {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"github.com/agentorchestrator/orchestrator/store"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -18,7 +19,7 @@ import (
 // given, so only the runner that holds it can end it). It records the session's result — the reported
 // one, else the newest result event of the run, else its last assistant message — appends the result and
 // run_ended events, and records and delivers callbacks.
-func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *effects, runID, runnerID string, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) error {
+func (c *Coordinator) finishRun(ctx context.Context, tx store.Store, fx *effects, runID, runnerID string, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) error {
 	e := c.newEnding(runID, runnerID, status, res, errMsg)
 	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, e.runUpdate())
 	if err != nil {
@@ -39,11 +40,11 @@ func (c *Coordinator) finishRun(ctx context.Context, tx orchestrator.Store, fx *
 // finishRuns ends the runs of reps (final reports) inside tx as finishRun ends each, all or none: a
 // report that does not apply as it stands (its guard, or its session's, does not match) fails the
 // whole group with its error. With a store that updates many records at once
-// ([orchestrator.BatchBriefUpdater]) the group's runs are written with one call and their sessions with
+// ([store.BatchBriefUpdater]) the group's runs are written with one call and their sessions with
 // another — on PostgreSQL one statement per table for the whole group — instead of a few statements per
 // run.
-func (c *Coordinator) finishRuns(ctx context.Context, tx orchestrator.Store, fx *effects, reps []orchestrator.RunReport) error {
-	b, ok := tx.(orchestrator.BatchBriefUpdater)
+func (c *Coordinator) finishRuns(ctx context.Context, tx store.Store, fx *effects, reps []orchestrator.RunReport) error {
+	b, ok := tx.(store.BatchBriefUpdater)
 	if !ok {
 		for _, rep := range reps {
 			if err := c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error); err != nil {
@@ -53,10 +54,10 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx orchestrator.Store, fx 
 		return nil
 	}
 	ends := make([]*ending, len(reps))
-	rus := make([]orchestrator.RunsUpdate, len(reps))
+	rus := make([]store.RunsUpdate, len(reps))
 	for i, rep := range reps {
 		ends[i] = c.newEnding(rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error)
-		rus[i] = orchestrator.RunsUpdate{ID: rep.RunID, From: runStatusesBefore(rep.Status), RunnerID: rep.RunnerID, Update: ends[i].runUpdate()}
+		rus[i] = store.RunsUpdate{ID: rep.RunID, From: runStatusesBefore(rep.Status), RunnerID: rep.RunnerID, Update: ends[i].runUpdate()}
 	}
 	runs, err := b.UpdateRunsBrief(ctx, rus)
 	if err != nil {
@@ -67,7 +68,7 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx orchestrator.Store, fx 
 			e.endSpan()
 		}
 	}()
-	sus := make([]orchestrator.SessionsUpdate, len(reps))
+	sus := make([]store.SessionsUpdate, len(reps))
 	for i, e := range ends {
 		if runs[i] == nil {
 			return orchestrator.Errorf(orchestrator.ErrConflict, "run_conflict", "run %s cannot end as %s", e.runID, e.status)
@@ -76,7 +77,7 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx orchestrator.Store, fx 
 		if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
 			return err
 		}
-		sus[i] = orchestrator.SessionsUpdate{ID: e.run.SessionID, From: sessionStatusesBeforeEnd, Update: e.session}
+		sus[i] = store.SessionsUpdate{ID: e.run.SessionID, From: sessionStatusesBeforeEnd, Update: e.session}
 	}
 	sessions, err := b.UpdateSessionsBrief(ctx, sus)
 	if err != nil {
@@ -105,10 +106,10 @@ type ending struct {
 	errMsg          string
 	now             time.Time
 
-	run     *orchestrator.RunBrief     // the run, once updated
-	ctx     context.Context            // the report's span, when the run is traced
-	span    trace.Span                 // nil when not traced
-	session orchestrator.SessionUpdate // the session's end, once prepared
+	run     *store.RunBrief     // the run, once updated
+	ctx     context.Context     // the report's span, when the run is traced
+	span    trace.Span          // nil when not traced
+	session store.SessionUpdate // the session's end, once prepared
 }
 
 // newEnding fills in the error message an end records: none for completed, else the reported one, the
@@ -130,8 +131,8 @@ func (c *Coordinator) newEnding(runID, runnerID string, status orchestrator.RunS
 }
 
 // runUpdate is the run's side of the end.
-func (e *ending) runUpdate() orchestrator.RunUpdate {
-	ru := orchestrator.RunUpdate{Status: &e.status, Error: &e.errMsg, EndedAt: &e.now}
+func (e *ending) runUpdate() store.RunUpdate {
+	ru := store.RunUpdate{Status: &e.status, Error: &e.errMsg, EndedAt: &e.now}
 	if e.res != nil {
 		ru.Usage = e.res.Usage // the reported usage, kept on the run
 	}
@@ -147,7 +148,7 @@ func (e *ending) endSpan() {
 // prepareSessionEnd starts the report's span (for a traced run), settles the result and writes the
 // session's update into e.session: the end's status, result and error, with the result and run_ended
 // events.
-func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx orchestrator.Store, e *ending) error {
+func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *ending) error {
 	run, status, errMsg, now := e.run, e.status, e.errMsg, e.now
 	e.ctx = ctx
 	if run.TraceParent != "" {
@@ -181,7 +182,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx orchestrator.Sto
 		"run_id": run.ID, "status": status, "error": errMsg,
 	}))
 	sessionStatus := orchestrator.SessionStatus(status)
-	e.session = orchestrator.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
+	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
@@ -190,7 +191,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx orchestrator.Sto
 
 // afterSessionEnd follows a session's end: it notes the end for the wake-ups, logs and metrics, queues
 // the run's webhook, and records and delivers callbacks.
-func (c *Coordinator) afterSessionEnd(ctx context.Context, tx orchestrator.Store, fx *effects, e *ending, s *orchestrator.SessionBrief) error {
+func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *effects, e *ending, s *store.SessionBrief) error {
 	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
@@ -237,7 +238,7 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx orchestrator.Store
 // wrote (through the gateway), else its last assistant message. The run's events are those after the
 // previous run's run_ended marker (its own is not written yet): its executor may write before the
 // runner's started report lands.
-func (c *Coordinator) deriveResult(ctx context.Context, tx orchestrator.Store, run *orchestrator.RunBrief) (*orchestrator.Result, bool, error) {
+func (c *Coordinator) deriveResult(ctx context.Context, tx store.Store, run *store.RunBrief) (*orchestrator.Result, bool, error) {
 	sessionID := run.SessionID
 	var since int64
 	prev, err := tx.LastEvent(ctx, sessionID, []string{orchestrator.EventRunEnded}, 0)
@@ -304,7 +305,7 @@ func messageText(content json.RawMessage) string {
 // failRun ends a run that never reached a runner, or whose runner is gone, as failed.
 func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg string) error {
 	fx := &effects{}
-	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
 		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, nil, msg)
 	})
@@ -322,9 +323,9 @@ func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg st
 // concurrent claim skips the row until this transaction has ended it.
 func (c *Coordinator) failPending(ctx context.Context, run *orchestrator.Run, msg string) error {
 	fx := &effects{}
-	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
-		if _, err := tx.UpdateRun(ctx, run.ID, []orchestrator.RunStatus{orchestrator.RunPending}, "", orchestrator.RunUpdate{}); err != nil {
+		if _, err := tx.UpdateRun(ctx, run.ID, []orchestrator.RunStatus{orchestrator.RunPending}, "", store.RunUpdate{}); err != nil {
 			return err
 		}
 		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, nil, msg)
@@ -344,30 +345,30 @@ func eventOf(typ string, at time.Time, data any) *orchestrator.Event {
 	return &e
 }
 
-// updateRunBrief is tx.UpdateRun returning the run's brief, through the store's [orchestrator.BriefUpdater]
+// updateRunBrief is tx.UpdateRun returning the run's brief, through the store's [store.BriefUpdater]
 // when it has one.
-func updateRunBrief(ctx context.Context, tx orchestrator.Store, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.RunBrief, error) {
-	if b, ok := tx.(orchestrator.BriefUpdater); ok {
+func updateRunBrief(ctx context.Context, tx store.Store, id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) (*store.RunBrief, error) {
+	if b, ok := tx.(store.BriefUpdater); ok {
 		return b.UpdateRunBrief(ctx, id, from, runnerID, u)
 	}
 	r, err := tx.UpdateRun(ctx, id, from, runnerID, u)
 	if err != nil {
 		return nil, err
 	}
-	return r.Brief(), nil
+	return store.NewRunBrief(r), nil
 }
 
 // updateSessionBrief is tx.UpdateSession returning the session's brief, through the store's
-// [orchestrator.BriefUpdater] when it has one.
-func updateSessionBrief(ctx context.Context, tx orchestrator.Store, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.SessionBrief, error) {
-	if b, ok := tx.(orchestrator.BriefUpdater); ok {
+// [store.BriefUpdater] when it has one.
+func updateSessionBrief(ctx context.Context, tx store.Store, id string, from []orchestrator.SessionStatus, u store.SessionUpdate) (*store.SessionBrief, error) {
+	if b, ok := tx.(store.BriefUpdater); ok {
 		return b.UpdateSessionBrief(ctx, id, from, u)
 	}
 	s, err := tx.UpdateSession(ctx, id, from, u)
 	if err != nil {
 		return nil, err
 	}
-	return s.Brief(), nil
+	return store.NewSessionBrief(s), nil
 }
 
 // runStatusesBefore returns the statuses from which a run may move to next: the guard of its update.

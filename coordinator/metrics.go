@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Metrics receives the coordinator's measurements ([Config].Metrics). Package
@@ -48,7 +49,7 @@ const (
 )
 
 // inTx is c.store.InTx, timed as op when metrics are on.
-func (c *Coordinator) inTx(ctx context.Context, op string, fn func(ctx context.Context, tx orchestrator.Store) error) error {
+func (c *Coordinator) inTx(ctx context.Context, op string, fn func(ctx context.Context, tx store.Store) error) error {
 	if c.metrics == nil {
 		return c.store.InTx(ctx, fn)
 	}
@@ -58,7 +59,7 @@ func (c *Coordinator) inTx(ctx context.Context, op string, fn func(ctx context.C
 
 // claimRuns is c.store.ClaimRuns, timed when metrics are on; each run it claims is observed by
 // [Metrics.RunClaimed] and traced (see claimed).
-func (c *Coordinator) claimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
+func (c *Coordinator) claimRuns(ctx context.Context, p store.ClaimParams) ([]*orchestrator.Run, error) {
 	start := time.Now()
 	runs, err := c.store.ClaimRuns(ctx, p)
 	c.timeStore(opClaim, start)
@@ -125,7 +126,7 @@ type runCounter interface {
 // runs listed page by page instead.
 func (c *Coordinator) Gauges(ctx context.Context) (Gauges, error) {
 	var g Gauges
-	online, err := c.store.ListRunners(ctx, orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}})
+	online, err := c.store.ListRunners(ctx, store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}})
 	if err != nil {
 		return g, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // PollWork hands the runner stop requests for runs it holds and up to p.Max runs it can execute. With
@@ -48,7 +49,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 		runs   []*orchestrator.Run
 	)
 	// look reads the runner, takes its stop requests and claims up to p.Max runs for it, through st.
-	look := func(ctx context.Context, st orchestrator.Store, inTx bool) error {
+	look := func(ctx context.Context, st store.Store, inTx bool) error {
 		runner, stops, runs = nil, nil, nil // a transaction may run look again
 		var err error
 		runner, err = lookup(st.GetRunner(ctx, p.RunnerID)).as("runner", p.RunnerID)
@@ -64,7 +65,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 		if runner.Status != orchestrator.RunnerOnline || p.Max == 0 {
 			return nil // a stale runner gets stops but no new runs (nor redeliveries)
 		}
-		cp := orchestrator.ClaimParams{Runner: runner, Now: now, Max: p.Max}
+		cp := store.ClaimParams{Runner: runner, Now: now, Max: p.Max}
 		if inTx {
 			runs, err = st.ClaimRuns(ctx, cp)
 		} else {
@@ -76,7 +77,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 	if p.Max > 0 && c.warmWrites {
 		// The store reads for less in a write transaction than outside one, and the claim is a write
 		// transaction anyway: the runner's row and its stop requests are read in the claim's.
-		err = c.inTx(ctx, opClaim, func(ctx context.Context, tx orchestrator.Store) error { return look(ctx, tx, true) })
+		err = c.inTx(ctx, opClaim, func(ctx context.Context, tx store.Store) error { return look(ctx, tx, true) })
 		if err == nil {
 			c.claimed(ctx, runner.ID, now, runs)
 		}
@@ -113,7 +114,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, p orchestrator.PollParams) (
 			break
 		}
 		want = p.Max - len(work.Runs)
-		if runs, err = c.claimRuns(ctx, orchestrator.ClaimParams{Runner: runner, Now: now, Max: want}); err != nil {
+		if runs, err = c.claimRuns(ctx, store.ClaimParams{Runner: runner, Now: now, Max: want}); err != nil {
 			return nil, err
 		}
 	}

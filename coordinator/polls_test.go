@@ -10,12 +10,13 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // pollReadsStore counts the reads and claims a poll makes on the store itself, outside its
 // transactions, and says whether reads are cheaper inside a write transaction.
 type pollReadsStore struct {
-	orchestrator.Store
+	store.Store
 	warm                   bool
 	runners, stops, claims atomic.Int64
 }
@@ -32,7 +33,7 @@ func (s *pollReadsStore) TakeStopRequests(ctx context.Context, runnerID string, 
 	return s.Store.TakeStopRequests(ctx, runnerID, now, resendBefore)
 }
 
-func (s *pollReadsStore) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
+func (s *pollReadsStore) ClaimRuns(ctx context.Context, p store.ClaimParams) ([]*orchestrator.Run, error) {
 	s.claims.Add(1)
 	return s.Store.ClaimRuns(ctx, p)
 }

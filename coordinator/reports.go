@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // ReportRun records a runner's report on a run it holds. Reports are fenced — a runner that does not hold
@@ -42,7 +43,7 @@ func (c *Coordinator) checkReport(rep *orchestrator.RunReport) error {
 
 // ReportRuns implements [orchestrator.BatchReporter]: the final reports among reps (completed, failed,
 // stopped) are recorded in one store transaction — one commit for all of them, and with a store that has
-// [orchestrator.BatchBriefUpdater] one call per table for all of them — and the rest one by one, as
+// [store.BatchBriefUpdater] one call per table for all of them — and the rest one by one, as
 // ReportRun records them. When one of the batched reports does not apply as it stands (a repeat, a runner
 // that no longer holds its run, a run stopped meanwhile) or the transaction fails, nothing of it is kept and
 // each of those reports is recorded on its own instead, so that each gets the answer ReportRun would give and
@@ -72,7 +73,7 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 		group[k] = reps[i]
 	}
 	fx := &effects{}
-	err := c.inTx(ctx, opReportBatch, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opReportBatch, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
 		return c.finishRuns(ctx, tx, fx, group)
 	})
@@ -94,7 +95,7 @@ func (c *Coordinator) ReportRuns(ctx context.Context, reps []orchestrator.RunRep
 
 func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunReport) error {
 	var sessionID string
-	err := c.inTx(ctx, opReportStarted, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opReportStarted, func(ctx context.Context, tx store.Store) error {
 		now := c.now()
 		run, err := markStarted(ctx, tx, rep.RunID, rep.RunnerID, now)
 		if err != nil {
@@ -115,13 +116,13 @@ func (c *Coordinator) reportStarted(ctx context.Context, rep orchestrator.RunRep
 
 // markStarted moves a claimed run (held by runnerID, when given) and its pending session to running.
 // The caller appends the run's run_started event in the same transaction.
-func markStarted(ctx context.Context, tx orchestrator.Store, runID, runnerID string, now time.Time) (*orchestrator.RunBrief, error) {
+func markStarted(ctx context.Context, tx store.Store, runID, runnerID string, now time.Time) (*store.RunBrief, error) {
 	run, err := updateRunBrief(ctx, tx, runID, []orchestrator.RunStatus{orchestrator.RunClaimed}, runnerID,
-		orchestrator.RunUpdate{Status: new(orchestrator.RunRunning), StartedAt: &now})
+		store.RunUpdate{Status: new(orchestrator.RunRunning), StartedAt: &now})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := updateSessionBrief(ctx, tx, run.SessionID, []orchestrator.SessionStatus{orchestrator.SessionPending}, orchestrator.SessionUpdate{
+	if _, err := updateSessionBrief(ctx, tx, run.SessionID, []orchestrator.SessionStatus{orchestrator.SessionPending}, store.SessionUpdate{
 		Status: new(orchestrator.SessionRunning), RunnerID: &run.RunnerID, UpdatedAt: now,
 	}); err != nil {
 		return nil, err
@@ -129,13 +130,13 @@ func markStarted(ctx context.Context, tx orchestrator.Store, runID, runnerID str
 	return run, nil
 }
 
-func runStartedEvent(run *orchestrator.RunBrief, now time.Time) *orchestrator.Event {
+func runStartedEvent(run *store.RunBrief, now time.Time) *orchestrator.Event {
 	return eventOf(orchestrator.EventRunStarted, now, map[string]any{"run_id": run.ID, "runner_id": run.RunnerID})
 }
 
 func (c *Coordinator) reportEnded(ctx context.Context, rep orchestrator.RunReport) error {
 	fx := &effects{}
-	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
 		return c.finishRun(ctx, tx, fx, rep.RunID, rep.RunnerID, rep.Status, rep.Result, rep.Error)
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/tags"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // RegisterRunner registers a runner and binds the blueprints it announces to it. The runner id is stable
@@ -65,7 +66,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 		fx     *effects
 		secret string
 	)
-	err := c.inTx(ctx, opRunner, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunner, func(ctx context.Context, tx store.Store) error {
 		names, fx = nil, &effects{}
 		var err error
 		if secret, err = c.checkIdentity(ctx, tx, reg, id, now); err != nil {
@@ -90,7 +91,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 			} else if !errors.Is(err, orchestrator.ErrNotFound) {
 				return err
 			}
-			a := &orchestrator.Agent{Name: name, Blueprint: b, RunnerID: id, CreatedAt: now, UpdatedAt: now}
+			a := &store.Agent{Name: name, Blueprint: b, RunnerID: id, CreatedAt: now, UpdatedAt: now}
 			if err := tx.CreateAgent(ctx, a); err != nil {
 				return fmt.Errorf("register blueprint %q as %q: %w", b.Name, name, err)
 			}
@@ -128,7 +129,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 
 // checkIdentity decides whether reg may take runner id (see RegisterRunner) and returns the secret the
 // registration gets: the one it presented when that is the runner's, else a new one.
-func (c *Coordinator) checkIdentity(ctx context.Context, tx orchestrator.Store, reg *orchestrator.RunnerRegistration, id string, now time.Time) (string, error) {
+func (c *Coordinator) checkIdentity(ctx context.Context, tx store.Store, reg *orchestrator.RunnerRegistration, id string, now time.Time) (string, error) {
 	prev, err := tx.GetRunner(ctx, id)
 	if errors.Is(err, orchestrator.ErrNotFound) {
 		return newRunnerSecret(), nil
@@ -225,7 +226,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, runnerID string) error {
 
 // ListRunners lists every known runner, offline ones included.
 func (c *Coordinator) ListRunners(ctx context.Context) ([]*orchestrator.RunnerInfo, error) {
-	return c.store.ListRunners(ctx, orchestrator.RunnerFilter{})
+	return c.store.ListRunners(ctx, store.RunnerFilter{})
 }
 
 // DeregisterRunner removes the runner's blueprints at once and marks it offline. Runs it still holds fail
@@ -247,7 +248,7 @@ func (c *Coordinator) retireRunner(ctx context.Context, runnerID string, from []
 		from = []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale, orchestrator.RunnerOffline}
 	}
 	fx := &effects{}
-	err := c.inTx(ctx, opRunner, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opRunner, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
 		if _, err := tx.UpdateRunnerStatus(ctx, runnerID, from, orchestrator.RunnerOffline, heartbeatBefore); err != nil {
 			return err

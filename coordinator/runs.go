@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"github.com/agentorchestrator/orchestrator/store"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -36,11 +37,11 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	if err != nil {
 		return nil, err
 	}
-	var key *orchestrator.IdempotencyKey
+	var key *store.IdempotencyKey
 	if p.IdempotencyKey != "" {
 		// The key is looked up only when the create fails: a first request (the common case) costs one
 		// write, a retry the failed create and the look-up.
-		key = &orchestrator.IdempotencyKey{Key: p.IdempotencyKey, RequestHash: requestHash(p)}
+		key = &store.IdempotencyKey{Key: p.IdempotencyKey, RequestHash: requestHash(p)}
 	}
 	var (
 		run *orchestrator.Run
@@ -323,7 +324,7 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 }
 
 func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time, key *orchestrator.IdempotencyKey, fx *effects,
+	due time.Time, key *store.IdempotencyKey, fx *effects,
 ) (*orchestrator.Run, error) {
 	s, run, err := c.newSession(ctx, p, params, env, due)
 	if err != nil {
@@ -480,7 +481,7 @@ func (c *Coordinator) validateParameters(agent string, schema, params json.RawMe
 }
 
 func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time, key *orchestrator.IdempotencyKey, fx *effects,
+	due time.Time, key *store.IdempotencyKey, fx *effects,
 ) (*orchestrator.Run, error) {
 	notResumable := func(agent string) error {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "resume_not_supported", "Deterministic agents do not support resumption").With("agent_name", agent)
@@ -538,8 +539,8 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		b = agent.Blueprint // the agent's limits as they are now
 	}
 	submit(run, &p, due, b)
-	err = c.commitRun(ctx, key, run, func(ctx context.Context, tx orchestrator.Store) error {
-		return tx.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error { return c.queueResume(ctx, tx, s, run) })
+	err = c.commitRun(ctx, key, run, func(ctx context.Context, tx store.Store) error {
+		return tx.InTx(ctx, func(ctx context.Context, tx store.Store) error { return c.queueResume(ctx, tx, s, run) })
 	})
 	if errors.Is(err, orchestrator.ErrConflict) {
 		return nil, orchestrator.Errorf(orchestrator.ErrConflict, "session_busy", "session %s is not idle; resume it after its current run ends", s.ID)
@@ -594,8 +595,8 @@ func (c *Coordinator) newResumeRun(s *orchestrator.Session, params json.RawMessa
 
 // queueResume moves an ended session back to pending with run as its current run. The guard on the
 // session's status makes a concurrent second resume lose with ErrConflict.
-func (c *Coordinator) queueResume(ctx context.Context, tx orchestrator.Store, s *orchestrator.Session, run *orchestrator.Run) error {
-	if _, err := tx.UpdateSession(ctx, s.ID, []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped}, orchestrator.SessionUpdate{
+func (c *Coordinator) queueResume(ctx context.Context, tx store.Store, s *orchestrator.Session, run *orchestrator.Run) error {
+	if _, err := tx.UpdateSession(ctx, s.ID, []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped}, store.SessionUpdate{
 		Status: new(orchestrator.SessionPending), CurrentRunID: &run.ID, ClearEndedAt: true, Error: new(""), UpdatedAt: run.CreatedAt,
 	}); err != nil {
 		return err
@@ -627,7 +628,7 @@ func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run
 	switch run.Status {
 	case orchestrator.RunPending:
 		fx := &effects{}
-		err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx orchestrator.Store) error {
+		err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 			*fx = effects{}
 			return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunStopped, nil, "stopped before it started")
 		})
@@ -641,7 +642,7 @@ func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run
 	case orchestrator.RunClaimed, orchestrator.RunRunning:
 		if run.StopRequestedAt == nil {
 			now := c.now()
-			_, err := c.store.UpdateRun(ctx, id, []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "", orchestrator.RunUpdate{StopRequestedAt: &now})
+			_, err := c.store.UpdateRun(ctx, id, []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "", store.RunUpdate{StopRequestedAt: &now})
 			if err != nil && !errors.Is(err, orchestrator.ErrConflict) {
 				return nil, err
 			}

@@ -14,10 +14,11 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Schedules (recurring runs). Every coordinator replica runs the firing loop; a tick is fired by a store
-// update guarded by the schedule's revision ([orchestrator.Store].UpdateSchedule), made in the same
+// update guarded by the schedule's revision ([store.Store].UpdateSchedule), made in the same
 // transaction that creates the firing's session and run, so exactly one replica fires each tick and a
 // crash loses or doubles none: either the run exists and the schedule has moved on, or neither.
 //
@@ -357,7 +358,7 @@ func (c *Coordinator) writeSchedule(ctx context.Context, s *orchestrator.Schedul
 type firingKey struct{}
 
 // firing is the schedule write a scheduled StartRun makes in the transaction that creates its session.
-type firing func(ctx context.Context, tx orchestrator.Store, s *orchestrator.Session) error
+type firing func(ctx context.Context, tx store.Store, s *orchestrator.Session) error
 
 // startFiring starts the tick's run through StartRun — the same checks, defaults and wake-ups as any
 // run — with the schedule's guarded write in the transaction that creates the session and run. A run
@@ -365,7 +366,7 @@ type firing func(ctx context.Context, tx orchestrator.Store, s *orchestrator.Ses
 // up, and the schedule's LastError says why.
 func (c *Coordinator) startFiring(ctx context.Context, upd *orchestrator.Schedule, now time.Time) error {
 	lost := false
-	write := firing(func(ctx context.Context, tx orchestrator.Store, sess *orchestrator.Session) error {
+	write := firing(func(ctx context.Context, tx store.Store, sess *orchestrator.Session) error {
 		w := *upd
 		w.LastFiredAt, w.LastSessionID, w.LastError = &now, sess.ID, ""
 		err := tx.UpdateSchedule(ctx, &w)
@@ -399,7 +400,7 @@ func (c *Coordinator) createSessionWithRun(ctx context.Context, s *orchestrator.
 	if write == nil {
 		return c.store.CreateSessionWithRun(ctx, s, run)
 	}
-	return c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	return c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		if err := write(ctx, tx, s); err != nil {
 			return err
 		}

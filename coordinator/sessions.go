@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // GetSession returns a session.
@@ -68,7 +69,7 @@ func (c *Coordinator) StopSession(ctx context.Context, id string) (*orchestrator
 // DeleteSession deletes an ended session with its runs, events and callbacks. A session with a run in
 // progress is ErrConflict: stop it first.
 func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
-	err := c.inTx(ctx, opDeleteSession, func(ctx context.Context, tx orchestrator.Store) error {
+	err := c.inTx(ctx, opDeleteSession, func(ctx context.Context, tx store.Store) error {
 		s, err := lookup(tx.GetSession(ctx, id)).as("session", id)
 		if err != nil {
 			return err

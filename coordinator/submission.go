@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Submission control in StartRun: idempotency keys, priorities, delayed runs and concurrency keys.
@@ -113,7 +114,7 @@ var errKeyTaken = errors.New("idempotency key taken")
 
 // createSession creates the session and its first run, with the idempotency key when there is one, in
 // one write of the store.
-func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
+func (c *Coordinator) createSession(ctx context.Context, key *store.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
 	if c.metrics != nil {
 		defer c.timeStore(opStartRun, time.Now())
 	}
@@ -130,7 +131,7 @@ func (c *Coordinator) createSession(ctx context.Context, key *orchestrator.Idemp
 
 // commitRun runs create, which writes the run through tx, recording key with the run's ids in the same
 // transaction when key is set.
-func (c *Coordinator) commitRun(ctx context.Context, key *orchestrator.IdempotencyKey, run *orchestrator.Run, create func(ctx context.Context, tx orchestrator.Store) error) error {
+func (c *Coordinator) commitRun(ctx context.Context, key *store.IdempotencyKey, run *orchestrator.Run, create func(ctx context.Context, tx store.Store) error) error {
 	if c.metrics != nil {
 		op := opStartRun
 		if run.Type == orchestrator.RunTypeResume {
@@ -142,7 +143,7 @@ func (c *Coordinator) commitRun(ctx context.Context, key *orchestrator.Idempoten
 		return create(ctx, c.store)
 	}
 	key.RunID, key.SessionID, key.CreatedAt = run.ID, run.SessionID, run.CreatedAt
-	return c.store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	return c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		if err := tx.CreateIdempotencyKey(ctx, key); err != nil {
 			if errors.Is(err, orchestrator.ErrConflict) {
 				return errKeyTaken
@@ -156,7 +157,7 @@ func (c *Coordinator) commitRun(ctx context.Context, key *orchestrator.Idempoten
 // replay answers a request whose idempotency key is recorded: the first answer (the same run and
 // session, the session's status now) when the request is the same, idempotency_key_reused when it is
 // not. It returns nil, nil when the key is not recorded.
-func (c *Coordinator) replay(ctx context.Context, p orchestrator.StartRunParams, key *orchestrator.IdempotencyKey) (*orchestrator.StartRunResult, error) {
+func (c *Coordinator) replay(ctx context.Context, p orchestrator.StartRunParams, key *store.IdempotencyKey) (*orchestrator.StartRunResult, error) {
 	k, err := c.store.GetIdempotencyKey(ctx, key.Key)
 	if errors.Is(err, orchestrator.ErrNotFound) {
 		return nil, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // sweepLoop runs the periodic work until ctx ends. Every action it takes is a guarded store update, so
@@ -52,7 +53,7 @@ func (c *Coordinator) sweepRunners(ctx context.Context) error {
 	now := c.now()
 	staleBefore := now.Add(-c.cfg.StaleAfter)
 	offlineBefore := now.Add(-c.cfg.OfflineAfter)
-	dead, err := c.store.ListRunners(ctx, orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}, HeartbeatBefore: offlineBefore})
+	dead, err := c.store.ListRunners(ctx, store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}, HeartbeatBefore: offlineBefore})
 	if err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func (c *Coordinator) sweepRunners(ctx context.Context) error {
 			return err
 		}
 	}
-	quiet, err := c.store.ListRunners(ctx, orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}, HeartbeatBefore: staleBefore})
+	quiet, err := c.store.ListRunners(ctx, store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}, HeartbeatBefore: staleBefore})
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func (c *Coordinator) sweepRunners(ctx context.Context) error {
 // registration raced the parking).
 func (c *Coordinator) sweepUnmatched(ctx context.Context, full bool) error {
 	now := c.now()
-	live, err := c.store.ListRunners(ctx, orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}})
+	live, err := c.store.ListRunners(ctx, store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}})
 	if err != nil {
 		return err
 	}
@@ -152,16 +153,16 @@ type sweepPages struct {
 }
 
 // next returns the page of runs matching f after the previous one.
-func (p *sweepPages) next(ctx context.Context, store orchestrator.Store, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
+func (p *sweepPages) next(ctx context.Context, st store.Store, f orchestrator.RunFilter) ([]*orchestrator.Run, error) {
 	p.mu.Lock()
 	f.AfterID = p.after
 	p.mu.Unlock()
 	f.Limit = sweepPage
-	runs, err := store.ListRuns(ctx, f)
+	runs, err := st.ListRuns(ctx, f)
 	if errors.Is(err, orchestrator.ErrNotFound) && f.AfterID != "" {
 		// The run the previous page ended with is gone (retention, a deleted session): start over.
 		f.AfterID = ""
-		runs, err = store.ListRuns(ctx, f)
+		runs, err = st.ListRuns(ctx, f)
 	}
 	if err != nil {
 		return nil, err
@@ -204,7 +205,7 @@ func (c *Coordinator) unpark(ctx context.Context, runners []*orchestrator.Runner
 // sweepCallbacks delivers pending callbacks whose parent is idle. Delivery normally happens in the
 // transaction that ends the child or the parent's run; this catches anything those could not deliver.
 func (c *Coordinator) sweepCallbacks(ctx context.Context) error {
-	pending, err := c.store.ListCallbacks(ctx, orchestrator.CallbackFilter{Pending: true})
+	pending, err := c.store.ListCallbacks(ctx, store.CallbackFilter{Pending: true})
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (c *Coordinator) sweepCallbacks(ctx context.Context) error {
 		}
 		seen[cb.ParentSessionID] = true
 		fx := &effects{}
-		err := c.inTx(ctx, opCallbacks, func(ctx context.Context, tx orchestrator.Store) error {
+		err := c.inTx(ctx, opCallbacks, func(ctx context.Context, tx store.Store) error {
 			*fx = effects{}
 			return c.deliverCallbacks(ctx, tx, fx, cb.ParentSessionID)
 		})

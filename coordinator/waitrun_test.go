@@ -11,6 +11,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 func TestSyncStartAnswersItsOwnRunWhenACallbackResumesTheSession(t *testing.T) {
@@ -77,7 +78,7 @@ func TestWaitRunUnknownRun(t *testing.T) {
 // observedStore is a store that counts reads of runs and sessions and, once armed, runs a function
 // before its next read of a session (to put a run's end between WaitRun's reads).
 type observedStore struct {
-	orchestrator.Store
+	store.Store
 	runs, sessions    atomic.Int64
 	beforeSessionRead atomic.Pointer[func()]
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Wake-up keys. A poll for runs waits on its runner's key and anyRunnerKey; a full runner's poll on its
@@ -36,7 +37,7 @@ type effects struct {
 
 // runEnd is a run that ended, for its log line and its metrics.
 type runEnd struct {
-	run    *orchestrator.RunBrief
+	run    *store.RunBrief
 	status orchestrator.RunStatus
 	err    string
 	took   time.Duration // from the run's creation to its end

@@ -18,20 +18,21 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/egress"
 	"github.com/agentorchestrator/orchestrator/internal/ids"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/webhook"
 )
 
 // queueWebhook records, inside the transaction that ends run, the delivery of the session's outcome to
 // the run's callback_url.
-func (c *Coordinator) queueWebhook(ctx context.Context, tx orchestrator.Store, fx *effects, run *orchestrator.RunBrief, payload orchestrator.WebhookPayload) error {
+func (c *Coordinator) queueWebhook(ctx context.Context, tx store.Store, fx *effects, run *store.RunBrief, payload orchestrator.WebhookPayload) error {
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
 	now := c.now()
-	if err := tx.CreateWebhook(ctx, &orchestrator.Webhook{
+	if err := tx.CreateWebhook(ctx, &store.Webhook{
 		ID: ids.New("wh_"), URL: run.CallbackURL, SessionID: payload.SessionID, RunID: run.ID, Payload: body,
-		Status: orchestrator.WebhookPending, NextAttemptAt: now, CreatedAt: now,
+		Status: store.WebhookPending, NextAttemptAt: now, CreatedAt: now,
 	}); err != nil {
 		return err
 	}
@@ -145,20 +146,20 @@ take:
 	return len(due), nil
 }
 
-func (c *Coordinator) deliverWebhook(ctx context.Context, w *orchestrator.Webhook) {
+func (c *Coordinator) deliverWebhook(ctx context.Context, w *store.Webhook) {
 	err := c.postWebhook(ctx, w)
 	now := c.now()
 	w.Attempts++
 	switch {
 	case err == nil:
-		w.Status, w.DeliveredAt, w.LastError = orchestrator.WebhookDelivered, &now, ""
+		w.Status, w.DeliveredAt, w.LastError = store.WebhookDelivered, &now, ""
 	case ctx.Err() != nil:
 		return // shutting down: the lease expires and the attempt is made again
 	default:
 		w.LastError = err.Error()
 		var perm permanentError
 		if errors.As(err, &perm) || egress.IsRefused(err) || w.Attempts >= c.cfg.WebhookMaxAttempts {
-			w.Status = orchestrator.WebhookFailed
+			w.Status = store.WebhookFailed
 			c.log.Warn("webhook given up", "webhook", w.ID, "url", w.URL, "attempts", w.Attempts, "err", err)
 		} else {
 			w.NextAttemptAt = now.Add(webhookBackoff(w.Attempts))
@@ -178,7 +179,7 @@ type permanentError struct{ error }
 // postWebhook makes one signed delivery attempt. A 2xx answer delivers; 4xx answers other than 408, 425
 // and 429 are permanent (the receiver refuses this request, and will again), and so is a destination the
 // egress policy refuses, before or when connecting; everything else is retried.
-func (c *Coordinator) postWebhook(ctx context.Context, w *orchestrator.Webhook) error {
+func (c *Coordinator) postWebhook(ctx context.Context, w *store.Webhook) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.WebhookTimeout)
 	defer cancel()
 	u, err := url.Parse(w.URL)
@@ -247,11 +248,11 @@ func webhookClient(policy *egress.Policy) *http.Client {
 }
 
 // webhookOutcome names an attempt's outcome for [Metrics.WebhookDelivery].
-func webhookOutcome(s orchestrator.WebhookStatus) string {
+func webhookOutcome(s store.WebhookStatus) string {
 	switch s {
-	case orchestrator.WebhookDelivered:
+	case store.WebhookDelivered:
 		return "delivered"
-	case orchestrator.WebhookFailed:
+	case store.WebhookFailed:
 		return "failed"
 	}
 	return "retry"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/webhook"
 )
 
@@ -341,8 +342,8 @@ func TestRefusedWhenConnecting(t *testing.T) {
 	}))
 	defer hook.Close()
 	_, port, _ := net.SplitHostPort(hook.Listener.Addr().String())
-	store := newStore(t)
-	c := newCoordinator(t, coordinator.Config{Store: store, WebhookSecret: []byte(hookSecret)})
+	st := newStore(t)
+	c := newCoordinator(t, coordinator.Config{Store: st, WebhookSecret: []byte(hookSecret)})
 	a := register(t, c, "host-a", crawler())
 	res := startWithCallback(t, c, a, "http://"+net.JoinHostPort(name, port)+"/hook")
 	c.DeliverWebhooks(ctx)
@@ -351,11 +352,11 @@ func TestRefusedWhenConnecting(t *testing.T) {
 		Attempts  int    `bun:"attempts"`
 		LastError string `bun:"last_error"`
 	}
-	if err := store.DB().NewSelect().Table("webhooks").Column("status", "attempts", "last_error").
+	if err := st.DB().NewSelect().Table("webhooks").Column("status", "attempts", "last_error").
 		Where("session_id = ?", res.SessionID).Scan(ctx, &row); err != nil {
 		t.Fatal(err)
 	}
-	if row.Status != string(orchestrator.WebhookFailed) || row.Attempts != 1 ||
+	if row.Status != string(store.WebhookFailed) || row.Attempts != 1 ||
 		!strings.Contains(row.LastError, "destination refused") || !strings.Contains(row.LastError, "loopback") {
 		t.Errorf("webhook to %s: %+v, want failed after 1 attempt, refused as loopback", name, row)
 	}

@@ -129,7 +129,7 @@
 // else is 400 invalid_encoding, on every route, before anything is looked up or changed.
 //
 // GET /health is the liveness check; GET /ready the readiness check: it makes a small real write to the
-// store (at most about once a second, see orchestrator.WriteChecker) and answers 503
+// store (at most about once a second, see store.WriteChecker) and answers 503
 // {"error":"not_ready"} while that fails — a full disk, a read-only or unreachable database — so a load
 // balancer can stop sending work to a coordinator that cannot record it.
 //

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/store"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
@@ -100,19 +101,19 @@ var badTexts = []struct {
 // storeKinds are the stores the probes run against: SQLite always, PostgreSQL when
 // ORCHESTRATOR_TEST_POSTGRES_URL is set (it refuses such text with an error of its own, which used to
 // surface as a 500).
-func storeKinds(t *testing.T) map[string]func(t *testing.T) orchestrator.Store {
-	kinds := map[string]func(t *testing.T) orchestrator.Store{
-		"sqlite": func(t *testing.T) orchestrator.Store {
+func storeKinds(t *testing.T) map[string]func(t *testing.T) store.Store {
+	kinds := map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
 			return openStore(t, filepath.Join(t.TempDir(), "o.db"))
 		},
 	}
 	if base := os.Getenv("ORCHESTRATOR_TEST_POSTGRES_URL"); base != "" {
-		kinds["postgres"] = func(t *testing.T) orchestrator.Store { return openStore(t, pgtest.Schema(t, base, "httpapitest")) }
+		kinds["postgres"] = func(t *testing.T) store.Store { return openStore(t, pgtest.Schema(t, base, "httpapitest")) }
 	}
 	return kinds
 }
 
-func openStore(t *testing.T, dsn string) orchestrator.Store {
+func openStore(t *testing.T, dsn string) store.Store {
 	t.Helper()
 	st, err := sqlstore.New(context.Background(), dsn, nil)
 	if err != nil {

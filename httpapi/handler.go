@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator/internal/traces"
+	"github.com/agentorchestrator/orchestrator/store"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 )
@@ -324,10 +325,10 @@ func (s *server) ui(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ready serves GET /ready, the readiness check: 503 not_ready while the coordinator's store cannot write
-// (see [orchestrator.WriteChecker]; a coordinator without the check is always ready). GET /health is the
+// (see [store.WriteChecker]; a coordinator without the check is always ready). GET /health is the
 // liveness check: it answers as long as the process serves.
 func (s *server) ready(w http.ResponseWriter, r *http.Request) error {
-	if wc, ok := s.coord.(orchestrator.WriteChecker); ok {
+	if wc, ok := s.coord.(store.WriteChecker); ok {
 		if err := wc.CheckWrite(r.Context()); err != nil {
 			if isGone(r, err) {
 				return nil

@@ -12,6 +12,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // openPolls returns how many long polls the handler counts open, in all.
@@ -159,7 +160,7 @@ func TestDefaultLongPollLimitLeavesRoom(t *testing.T) {
 
 // writeFailingStore fails CheckWrite while fail is set.
 type writeFailingStore struct {
-	orchestrator.Store
+	store.Store
 	mu   sync.Mutex
 	fail error
 }

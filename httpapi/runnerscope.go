@@ -6,6 +6,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // runnerScoped is the Coordinator the handler serves. A request made with a registered runner's own
@@ -373,7 +374,7 @@ func (s *runnerScoped) ListRunners(ctx context.Context) ([]*orchestrator.RunnerI
 // CheckWrite forwards the readiness check (GET /ready) to the coordinator, which may not have one: then the
 // store is assumed to write.
 func (s *runnerScoped) CheckWrite(ctx context.Context) error {
-	if wc, ok := s.inner.(orchestrator.WriteChecker); ok {
+	if wc, ok := s.inner.(store.WriteChecker); ok {
 		return wc.CheckWrite(ctx)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // benchSessions is the size of the store the dashboard benchmarks read.
@@ -22,14 +23,14 @@ const benchSessions = 10000
 
 // fillSessions writes n sessions of five agents, one a second up to now, most of them ended with a small
 // result, in one transaction.
-func fillSessions(tb testing.TB, store orchestrator.Store, n int) {
+func fillSessions(tb testing.TB, st store.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	start := time.Now().Add(-time.Duration(n) * time.Second).UTC().Truncate(time.Microsecond)
 	zero := 0
 	statuses := []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionCompleted, orchestrator.SessionCompleted,
 		orchestrator.SessionFailed, orchestrator.SessionStopped, orchestrator.SessionCompleted, orchestrator.SessionCompleted}
-	err := store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := st.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		for i := range n {
 			created := start.Add(time.Duration(i) * time.Second)
 			ended := created.Add(1500 * time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/runner"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 	"github.com/agentorchestrator/orchestrator/ui"
 )
@@ -32,7 +33,7 @@ const xssLine = `<img src=x onerror=alert(1)>`
 // test's agents, both in this process.
 type world struct {
 	URL   string // the coordinator's base URL; the dashboard is URL + "/ui/"
-	Store orchestrator.Store
+	Store store.Store
 	// Gate is the file the crawl agent waits for after its first stderr lines: the test creates it to
 	// let the run finish, so the page is seen while the session runs, by order rather than by timing.
 	Gate string

@@ -22,6 +22,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/internal/endcount"
 	"github.com/agentorchestrator/orchestrator/runner"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -367,20 +368,20 @@ func BenchmarkRetention(b *testing.B) {
 	for _, st := range benchStores() {
 		for _, mode := range []string{"Bulk", "PerSession"} {
 			b.Run(st.name+"/"+mode, func(b *testing.B) {
-				store := st.open(b)
+				db := st.open(b)
 				ctx := context.Background()
 				var total time.Duration
 				for i := 0; i < b.N; i++ {
-					fillEnded(b, store, i, sessions)
+					fillEnded(b, db, i, sessions)
 					began := time.Now()
 					deleted := 0
 					for {
 						var n int
 						var err error
 						if mode == "Bulk" {
-							n, err = store.DeleteEndedSessions(ctx, time.Now(), batch)
+							n, err = db.DeleteEndedSessions(ctx, time.Now(), batch)
 						} else {
-							err = store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+							err = db.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 								n = 0
 								old, err := tx.ListSessions(ctx, orchestrator.SessionFilter{EndedBefore: time.Now(), Limit: batch})
 								if err != nil {
@@ -415,14 +416,14 @@ func BenchmarkRetention(b *testing.B) {
 }
 
 // fillEnded creates n ended sessions, each with a completed run and three events.
-func fillEnded(b *testing.B, store orchestrator.Store, round, n int) {
+func fillEnded(b *testing.B, db store.Store, round, n int) {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
 	ended := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
 	for start := 0; start < n; start += 500 {
-		err := store.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+		err := db.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 			for i := start; i < min(start+500, n); i++ {
 				id := fmt.Sprintf("%d_%06d", round, i)
 				se := &orchestrator.Session{ID: "ses_" + id, AgentName: "noop", AgentType: orchestrator.AgentTypeDeterministic,

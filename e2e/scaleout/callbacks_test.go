@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -24,14 +25,14 @@ func TestCallbackFanOut(t *testing.T) {
 	dsn := postgresSchema(t)
 	ctx := context.Background()
 	var coords []*coordinator.Coordinator
-	var store *sqlstore.Store
+	var db *sqlstore.Store
 	for range 2 {
 		st, err := sqlstore.New(ctx, dsn, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		store = st
+		db = st
 		c, err := coordinator.New(coordinator.Config{Store: st, Notifier: st.Notifier()})
 		if err != nil {
 			t.Fatal(err)
@@ -117,15 +118,15 @@ func TestCallbackFanOut(t *testing.T) {
 			}
 		}
 	}
-	pending, err := store.ListCallbacks(ctx, orchestrator.CallbackFilter{Pending: true})
+	pending, err := db.ListCallbacks(ctx, store.CallbackFilter{Pending: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := store.ListCallbacks(ctx, orchestrator.CallbackFilter{})
+	all, err := db.ListCallbacks(ctx, store.CallbackFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := store.ListRuns(ctx, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{
+	open, err := db.ListRuns(ctx, orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{
 		orchestrator.RunPending, orchestrator.RunClaimed, orchestrator.RunRunning}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,11 @@ package sqlstore
 import (
 	"context"
 
-	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // CreateAgent inserts the agent; a taken name is ErrConflict.
-func (s *Store) CreateAgent(ctx context.Context, a *orchestrator.Agent) error {
+func (s *Store) CreateAgent(ctx context.Context, a *store.Agent) error {
 	row, err := agentToRow(a)
 	if err != nil {
 		return err
@@ -16,7 +16,7 @@ func (s *Store) CreateAgent(ctx context.Context, a *orchestrator.Agent) error {
 }
 
 // GetAgent returns the agent registered under name.
-func (s *Store) GetAgent(ctx context.Context, name string) (*orchestrator.Agent, error) {
+func (s *Store) GetAgent(ctx context.Context, name string) (*store.Agent, error) {
 	var row agentRow
 	if err := s.getRow(ctx, &row, "name", name); err != nil {
 		return nil, wrap(err, "agent", name)
@@ -25,7 +25,7 @@ func (s *Store) GetAgent(ctx context.Context, name string) (*orchestrator.Agent,
 }
 
 // ListAgents returns the agents f selects, ordered by name.
-func (s *Store) ListAgents(ctx context.Context, f orchestrator.AgentFilter) ([]*orchestrator.Agent, error) {
+func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter) ([]*store.Agent, error) {
 	var rows []agentRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("name")
 	if f.Type != "" {
@@ -48,7 +48,7 @@ func (s *Store) ListAgents(ctx context.Context, f orchestrator.AgentFilter) ([]*
 }
 
 // UpdateAgent replaces the blueprint (with the type and tags derived from it) and UpdatedAt.
-func (s *Store) UpdateAgent(ctx context.Context, a *orchestrator.Agent) error {
+func (s *Store) UpdateAgent(ctx context.Context, a *store.Agent) error {
 	row, err := agentToRow(a)
 	if err != nil {
 		return err

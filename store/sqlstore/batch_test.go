@@ -10,6 +10,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Concurrent transactions on SQLite share commits; each still succeeds or fails alone.
@@ -28,9 +29,9 @@ func TestBatchedTransactionsAreIndependent(t *testing.T) {
 					results[i] = fmt.Errorf("panic: %v", p)
 				}
 			}()
-			results[i] = s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+			results[i] = s.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 				now := time.Now().UTC().Truncate(time.Microsecond)
-				a := &orchestrator.Agent{Name: fmt.Sprintf("a%03d", i), Blueprint: &orchestrator.Blueprint{Name: fmt.Sprintf("a%03d", i), Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
+				a := &store.Agent{Name: fmt.Sprintf("a%03d", i), Blueprint: &orchestrator.Blueprint{Name: fmt.Sprintf("a%03d", i), Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
 				if err := tx.CreateAgent(ctx, a); err != nil {
 					return err
 				}
@@ -48,7 +49,7 @@ func TestBatchedTransactionsAreIndependent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	agents, err := s.ListAgents(ctx, orchestrator.AgentFilter{})
+	agents, err := s.ListAgents(ctx, store.AgentFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestBatchedTransactionsAreIndependent(t *testing.T) {
 	// A cancelled context is refused before anything runs.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.InTx(cctx, func(context.Context, orchestrator.Store) error { return nil }); !errors.Is(err, context.Canceled) {
+	if err := s.InTx(cctx, func(context.Context, store.Store) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("InTx with a cancelled context: %v, want context.Canceled", err)
 	}
 }
@@ -92,10 +93,10 @@ func TestBatchedTransactionOutlivesItsCaller(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "batch.db"))
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	agent := func(name string) *orchestrator.Agent {
-		return &orchestrator.Agent{Name: name, Blueprint: &orchestrator.Blueprint{Name: name, Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
+	agent := func(name string) *store.Agent {
+		return &store.Agent{Name: name, Blueprint: &orchestrator.Blueprint{Name: name, Type: orchestrator.AgentTypeAgent}, CreatedAt: now, UpdatedAt: now}
 	}
-	err := s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error {
+	err := s.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		if err := tx.CreateAgent(ctx, agent("before")); err != nil {
 			return err
 		}
@@ -111,7 +112,7 @@ func TestBatchedTransactionOutlivesItsCaller(t *testing.T) {
 		}
 	}
 	// A transaction whose context ended before its turn is not run.
-	err = s.InTx(ctx, func(ctx context.Context, tx orchestrator.Store) error { return tx.CreateAgent(ctx, agent("never")) })
+	err = s.InTx(ctx, func(ctx context.Context, tx store.Store) error { return tx.CreateAgent(ctx, agent("never")) })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("InTx with an ended context = %v, want context.Canceled", err)
 	}

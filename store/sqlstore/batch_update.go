@@ -12,10 +12,11 @@ import (
 	"github.com/uptrace/bun/schema"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // The ends of the runs a runner reports together are written by the coordinator with one call of
-// UpdateRunsBrief and one of UpdateSessionsBrief ([orchestrator.BatchBriefUpdater]). On PostgreSQL each
+// UpdateRunsBrief and one of UpdateSessionsBrief ([store.BatchBriefUpdater]). On PostgreSQL each
 // statement is a round trip, and a run's end took three of them (its run, its session, its events): here
 // the updates of a group that change the same columns under the same kind of guard go in one
 // UPDATE … FROM unnest(…) statement per table, prepared once, and the group's events in one INSERT over
@@ -27,9 +28,9 @@ import (
 // hundred kilobytes at most.
 const maxUpdateGroup = 1024
 
-// UpdateRunsBrief implements [orchestrator.BatchBriefUpdater].
-func (s *Store) UpdateRunsBrief(ctx context.Context, us []orchestrator.RunsUpdate) ([]*orchestrator.RunBrief, error) {
-	out := make([]*orchestrator.RunBrief, len(us))
+// UpdateRunsBrief implements [store.BatchBriefUpdater].
+func (s *Store) UpdateRunsBrief(ctx context.Context, us []store.RunsUpdate) ([]*store.RunBrief, error) {
+	out := make([]*store.RunBrief, len(us))
 	if !s.pg || len(us) < 2 {
 		for i, u := range us {
 			b, err := s.UpdateRunBrief(ctx, u.ID, u.From, u.RunnerID, u.Update)
@@ -45,9 +46,9 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []orchestrator.RunsUpdat
 	for i, u := range us {
 		qs[i], ids[i] = runUpdate(u.ID, u.From, u.RunnerID, u.Update), u.ID
 	}
-	briefs := map[string]*orchestrator.RunBrief{}
+	briefs := map[string]*store.RunBrief{}
 	single, err := s.updateGrouped(ctx, reflect.TypeFor[runRow](), qs, ids, runBriefColumns, func(rows *sql.Rows) error {
-		var b orchestrator.RunBrief
+		var b store.RunBrief
 		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
 			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt); err != nil {
 			return err
@@ -73,11 +74,11 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []orchestrator.RunsUpdat
 	return out, nil
 }
 
-// UpdateSessionsBrief implements [orchestrator.BatchBriefUpdater]. On PostgreSQL the events the updates
+// UpdateSessionsBrief implements [store.BatchBriefUpdater]. On PostgreSQL the events the updates
 // append go in one INSERT after the sessions' UPDATE, which hands out their sequence numbers: call it in a
 // transaction, as the single UpdateSessionBrief with AppendEvents is one.
-func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.SessionsUpdate) ([]*orchestrator.SessionBrief, error) {
-	out := make([]*orchestrator.SessionBrief, len(us))
+func (s *Store) UpdateSessionsBrief(ctx context.Context, us []store.SessionsUpdate) ([]*store.SessionBrief, error) {
+	out := make([]*store.SessionBrief, len(us))
 	if !s.pg || len(us) < 2 {
 		for i, u := range us {
 			b, err := s.UpdateSessionBrief(ctx, u.ID, u.From, u.Update)
@@ -105,9 +106,9 @@ func (s *Store) UpdateSessionsBrief(ctx context.Context, us []orchestrator.Sessi
 		}
 		qs[i], ids[i] = q, u.ID
 	}
-	briefs := map[string]*orchestrator.SessionBrief{}
+	briefs := map[string]*store.SessionBrief{}
 	single, err := s.updateGrouped(ctx, reflect.TypeFor[sessionRow](), qs, ids, sessionBriefColumns, func(rows *sql.Rows) error {
-		var b orchestrator.SessionBrief
+		var b store.SessionBrief
 		if err := rows.Scan(&b.ID, &b.AgentName, &b.AgentType, &b.Status, &b.ParentSessionID, &b.LastEventSeq); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // CreateCallback inserts the callback; a taken id is ErrConflict.
@@ -19,7 +20,7 @@ func (s *Store) CreateCallback(ctx context.Context, c *orchestrator.Callback) er
 }
 
 // ListCallbacks returns the callbacks f selects, oldest first.
-func (s *Store) ListCallbacks(ctx context.Context, f orchestrator.CallbackFilter) ([]*orchestrator.Callback, error) {
+func (s *Store) ListCallbacks(ctx context.Context, f store.CallbackFilter) ([]*orchestrator.Callback, error) {
 	var rows []callbackRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("created_at, id")
 	if f.ParentSessionID != "" {

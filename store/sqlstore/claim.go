@@ -13,6 +13,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // ClaimRuns moves up to p.Max pending, due runs the runner can execute to claimed, bound to the runner,
@@ -47,7 +48,7 @@ import (
 // claim may find nothing but such rows: a claim that comes back empty checks the probes without locks and,
 // when they find candidates, claims again (up to claimRetries times). An empty result therefore means nothing was claimable, not "everything was busy". A claim that
 // took fewer than p.Max runs returns what it took.
-func (s *Store) ClaimRuns(ctx context.Context, p orchestrator.ClaimParams) ([]*orchestrator.Run, error) {
+func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimParams) ([]*orchestrator.Run, error) {
 	if s.batch != nil && !s.inTx {
 		// A claim is a write: on SQLite it joins the batched commits rather than waiting for the
 		// write connection between them.

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // The claim's probes walk the partial index runs_claim and nothing walks the runs table or another index
@@ -80,7 +81,7 @@ func TestRunUpdatePlanPostgres(t *testing.T) {
 		SELECT 'run_' || i, 'ses_' || i, 'a', 'deterministic', 'start', 'claimed', 'lnch_a', now() FROM generate_series(1, 3) AS i`)
 	now := utc(time.Now())
 	status, msg := orchestrator.RunCompleted, ""
-	q := runUpdate("run_2", []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "lnch_a", orchestrator.RunUpdate{Status: &status, Error: &msg, EndedAt: &now})
+	q := runUpdate("run_2", []orchestrator.RunStatus{orchestrator.RunClaimed, orchestrator.RunRunning}, "lnch_a", store.RunUpdate{Status: &status, Error: &msg, EndedAt: &now})
 	var params []string
 	for _, a := range append(q.args, q.wargs...) {
 		params = append(params, "'"+strings.ReplaceAll(a.(string), "'", "''")+"'")

@@ -12,6 +12,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // TestKeyedCreationsGroup: on PostgreSQL, creations with idempotency keys (every StartRun over HTTP has
@@ -49,7 +50,7 @@ func TestKeyedCreationsGroup(t *testing.T) {
 			r := &orchestrator.Run{ID: "run_" + id, SessionID: se.ID, AgentName: "a", AgentType: orchestrator.AgentTypeDeterministic,
 				Type: orchestrator.RunTypeStart, Mode: orchestrator.ModeAsyncPoll, Status: orchestrator.RunPending,
 				Demands: orchestrator.Demands{RunnerID: "lnch_x"}, CreatedAt: now, RunAt: &now}
-			errs[i] = s.CreateSessionWithRunOnce(ctx, se, r, &orchestrator.IdempotencyKey{Key: "key-" + id, RequestHash: "h"})
+			errs[i] = s.CreateSessionWithRunOnce(ctx, se, r, &store.IdempotencyKey{Key: "key-" + id, RequestHash: "h"})
 		})
 	}
 	waitFor := func(what string, done func() bool) {

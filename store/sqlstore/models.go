@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Rows are the tables' shapes; the domain types carry no storage tags and are converted at the edge.
@@ -89,7 +90,7 @@ type agentRow struct {
 	UpdatedAt time.Time       `bun:"updated_at"`
 }
 
-func agentToRow(a *orchestrator.Agent) (*agentRow, error) {
+func agentToRow(a *store.Agent) (*agentRow, error) {
 	if a.Blueprint == nil {
 		return nil, fmt.Errorf("agent %q: no blueprint: %w", a.Name, orchestrator.ErrInvalid)
 	}
@@ -108,12 +109,12 @@ func agentToRow(a *orchestrator.Agent) (*agentRow, error) {
 	}, nil
 }
 
-func (row *agentRow) domain() (*orchestrator.Agent, error) {
+func (row *agentRow) domain() (*store.Agent, error) {
 	var bp orchestrator.Blueprint
 	if err := json.Unmarshal(row.Blueprint, &bp); err != nil {
 		return nil, fmt.Errorf("agent %q: blueprint: %w", row.Name, err)
 	}
-	return &orchestrator.Agent{
+	return &store.Agent{
 		Name:      row.Name,
 		Blueprint: &bp,
 		RunnerID:  row.RunnerID,

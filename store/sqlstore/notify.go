@@ -14,13 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
-
-	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
-// Notifier returns an [orchestrator.Notifier] that carries wake-ups between coordinator replicas sharing
+// Notifier returns a [store.Notifier] that carries wake-ups between coordinator replicas sharing
 // this PostgreSQL database, through LISTEN/NOTIFY:
 //
 //	cfg.Notifier = store.Notifier() // nil on SQLite
@@ -44,7 +43,7 @@ import (
 // Notifications published while no connection listened are lost, so once LISTEN is in effect — at every
 // start — Listen delivers the empty key "": a coordinator should take it to mean "anything may have
 // changed" and wake every waiter.
-func (s *Store) Notifier() orchestrator.Notifier {
+func (s *Store) Notifier() store.Notifier {
 	if !s.pg {
 		return nil
 	}

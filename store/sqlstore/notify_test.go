@@ -16,6 +16,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -91,7 +92,7 @@ func (c *collector) has(key string) bool {
 }
 
 // listen runs n.Listen until the test ends and waits until it is in effect (the "" key).
-func listen(t *testing.T, n orchestrator.Notifier) *collector {
+func listen(t *testing.T, n store.Notifier) *collector {
 	t.Helper()
 	c := newCollector()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -394,7 +395,7 @@ func TestNotifierListenReturnsOnConnectionLoss(t *testing.T) {
 func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 	t.Parallel()
 	looked := make(chan struct{}, 1)
-	ca, cb := twoReplicas(t, coordinator.Config{}, coordinator.Config{}, func(st orchestrator.Store) orchestrator.Store {
+	ca, cb := twoReplicas(t, coordinator.Config{}, coordinator.Config{}, func(st store.Store) store.Store {
 		return &lookSignal{Store: st, looked: looked}
 	}, nil)
 	bp := &orchestrator.Blueprint{Name: "noop", Type: orchestrator.AgentTypeDeterministic, Command: "true"}
@@ -445,7 +446,7 @@ func TestNotifierWakesParkedRunnerOnOtherReplica(t *testing.T) {
 // lookSignal is a Store that signals on looked each time a runner's poll ends a look that found nothing:
 // its last read, of the runs the runner holds claimed, returned. The poll parks right after.
 type lookSignal struct {
-	orchestrator.Store
+	store.Store
 	looked chan struct{}
 }
 
@@ -464,13 +465,13 @@ func (s *lookSignal) ListRuns(ctx context.Context, f orchestrator.RunFilter) ([]
 // test does not guess how long LISTEN takes on a loaded machine, and signals on agents each time it has
 // delivered the key of another replica's agent change (the coordinator has cleared its agent cache then).
 type listeningNotifier struct {
-	orchestrator.Notifier
+	store.Notifier
 	ready  chan struct{}
 	once   sync.Once
 	agents chan struct{}
 }
 
-func readyWhenListening(n orchestrator.Notifier) *listeningNotifier {
+func readyWhenListening(n store.Notifier) *listeningNotifier {
 	return &listeningNotifier{Notifier: n, ready: make(chan struct{}), agents: make(chan struct{}, 16)}
 }
 
@@ -550,7 +551,7 @@ func agentChangeReachesB(t *testing.T, ca, cb *coordinator.Coordinator, bAgents 
 // once both listen. cfg (its Store and Notifier set here) configures both.
 //
 // wrapA, when not nil, wraps replica A's store; notifierB, when not nil, is handed replica B's notifier.
-func twoReplicas(t *testing.T, cfgA, cfgB coordinator.Config, wrapA func(orchestrator.Store) orchestrator.Store,
+func twoReplicas(t *testing.T, cfgA, cfgB coordinator.Config, wrapA func(store.Store) store.Store,
 	notifierB func(*listeningNotifier)) (a, b *coordinator.Coordinator) {
 	t.Helper()
 	dsn := postgresSchema(t)

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-var _ orchestrator.WriteChecker = (*Store)(nil)
+var _ store.WriteChecker = (*Store)(nil)
 
 // writeCheckTTL is how long a write check's outcome is reused: readiness probes may come often, from
 // several load balancers, and one small commit a second is all they cost.
@@ -26,7 +26,7 @@ type writeCheck struct {
 	err error
 }
 
-// CheckWrite implements [orchestrator.WriteChecker]: it commits one small write — it rewrites the
+// CheckWrite implements [store.WriteChecker]: it commits one small write — it rewrites the
 // single row of table ready_probe — through the path every write takes (on SQLite the one write
 // connection and its group commit), and reports its error: a full disk, a read-only file or database,
 // a lost connection, a lock held past the timeout (5s). The outcome is reused for a second. The row

@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // PutRunner inserts the runner or replaces the record with the same ID.
@@ -39,7 +40,7 @@ func (s *Store) GetRunner(ctx context.Context, id string) (*orchestrator.RunnerI
 }
 
 // ListRunners returns the runners f selects, oldest registration first.
-func (s *Store) ListRunners(ctx context.Context, f orchestrator.RunnerFilter) ([]*orchestrator.RunnerInfo, error) {
+func (s *Store) ListRunners(ctx context.Context, f store.RunnerFilter) ([]*orchestrator.RunnerInfo, error) {
 	var rows []runnerRow
 	q := s.r.NewSelect().Model(&rows).OrderExpr("registered_at, id")
 	if len(f.Statuses) > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // CreateRun inserts the run and its demanded tags; a taken id is ErrConflict.
@@ -129,7 +130,7 @@ func domains[R, T any](rows []R, domain func(*R) (T, error)) ([]T, error) {
 
 // UpdateRun applies u when the run's status is one of from (any, when from is empty) and, when runnerID
 // is set, the run is held by that runner.
-func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.Run, error) {
+func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) (*orchestrator.Run, error) {
 	q := runUpdate(id, from, runnerID, u)
 	var row runRow
 	if err := s.updatedRun(ctx, q.run(ctx, s, runColumns, &row), id, runnerID); err != nil {
@@ -138,11 +139,11 @@ func (s *Store) UpdateRun(ctx context.Context, id string, from []orchestrator.Ru
 	return row.domain()
 }
 
-// UpdateRunBrief implements [orchestrator.BriefUpdater]: UpdateRun, returning only the columns of the
+// UpdateRunBrief implements [store.BriefUpdater]: UpdateRun, returning only the columns of the
 // run's brief.
-func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) (*orchestrator.RunBrief, error) {
+func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) (*store.RunBrief, error) {
 	q := runUpdate(id, from, runnerID, u)
-	var b orchestrator.RunBrief
+	var b store.RunBrief
 	err := q.runInto(ctx, s, runBriefColumns,
 		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt)
 	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
@@ -152,12 +153,12 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 	return &b, nil
 }
 
-// runBriefColumns are the columns of an [orchestrator.RunBrief], in the order of its fields.
+// runBriefColumns are the columns of a [store.RunBrief], in the order of its fields.
 var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url",
 	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at"}
 
 // runUpdate is the guarded update of UpdateRun.
-func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u orchestrator.RunUpdate) guardedUpdate {
+func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) guardedUpdate {
 	q := guardedUpdate{table: "runs"}
 	if u.Status != nil {
 		q.set("status", string(*u.Status))

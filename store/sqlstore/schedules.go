@@ -124,7 +124,7 @@ func (s *Store) ListSchedules(ctx context.Context, f orchestrator.ScheduleFilter
 	return domains(rows, (*scheduleRow).domain)
 }
 
-// UpdateSchedule writes sc when the stored revision is still sc.Revision (see orchestrator.Store): one
+// UpdateSchedule writes sc when the stored revision is still sc.Revision (see store.Store): one
 // UPDATE whose WHERE clause is the guard, so of two replicas that read the same revision exactly one
 // changes a row.
 func (s *Store) UpdateSchedule(ctx context.Context, sc *orchestrator.Schedule) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // CreateSession inserts the session; a taken id is ErrConflict.
@@ -20,7 +21,7 @@ func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) err
 	return wrap(s.insert(ctx, row), "session", se.ID)
 }
 
-// CreateSessionWithRun implements [orchestrator.Store]. On PostgreSQL a run without demanded tags is one
+// CreateSessionWithRun implements [store.Store]. On PostgreSQL a run without demanded tags is one
 // statement (the session's INSERT in a WITH clause of the run's; a run under a concurrency limit takes the transaction, which
 // also makes its run_slots rows), a single round trip where a
 // transaction of two INSERTs takes four (BEGIN, the INSERTs, COMMIT). On SQLite the transaction's
@@ -37,12 +38,12 @@ func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Sessi
 	return s.createInOneStatement(ctx, se, r, nil)
 }
 
-// CreateSessionWithRunOnce implements [orchestrator.Store]. On PostgreSQL a run without demanded tags or
+// CreateSessionWithRunOnce implements [store.Store]. On PostgreSQL a run without demanded tags or
 // limits is one statement, as in CreateSessionWithRun, with the key's INSERT in a WITH clause too, and
 // joins the group of concurrent creations the same way (group_create.go): a taken key fails the whole
 // statement (a concurrent one with the same key waits for the first to commit, then fails), so nothing is
 // created, and in a group only its own member fails.
-func (s *Store) CreateSessionWithRunOnce(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run, k *orchestrator.IdempotencyKey) error {
+func (s *Store) CreateSessionWithRunOnce(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run, k *store.IdempotencyKey) error {
 	krow := &idempotencyKeyRow{ID: k.Key, RequestHash: k.RequestHash, RunID: r.ID, SessionID: se.ID, CreatedAt: utc(k.CreatedAt)}
 	if krow.CreatedAt.IsZero() {
 		krow.CreatedAt = utc(r.CreatedAt)
@@ -129,7 +130,7 @@ func beforeCursor(q *bun.SelectQuery, createdAt time.Time, id string) *bun.Selec
 }
 
 // UpdateSession applies u when the session's status is one of from (any, when from is empty).
-func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.Session, error) {
+func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u store.SessionUpdate) (*orchestrator.Session, error) {
 	var row sessionRow
 	err := s.updateSession(ctx, id, from, u, func(ctx context.Context, s *Store, q *guardedUpdate) (int64, error) {
 		err := q.run(ctx, s, sessionColumns, &row)
@@ -141,10 +142,10 @@ func (s *Store) UpdateSession(ctx context.Context, id string, from []orchestrato
 	return row.domain()
 }
 
-// UpdateSessionBrief implements [orchestrator.BriefUpdater]: UpdateSession, returning only the columns
+// UpdateSessionBrief implements [store.BriefUpdater]: UpdateSession, returning only the columns
 // of the session's brief.
-func (s *Store) UpdateSessionBrief(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (*orchestrator.SessionBrief, error) {
-	var b orchestrator.SessionBrief
+func (s *Store) UpdateSessionBrief(ctx context.Context, id string, from []orchestrator.SessionStatus, u store.SessionUpdate) (*store.SessionBrief, error) {
+	var b store.SessionBrief
 	err := s.updateSession(ctx, id, from, u, func(ctx context.Context, s *Store, q *guardedUpdate) (int64, error) {
 		err := q.runInto(ctx, s, sessionBriefColumns,
 			&b.ID, &b.AgentName, &b.AgentType, &b.Status, &b.ParentSessionID, &b.LastEventSeq)
@@ -156,12 +157,12 @@ func (s *Store) UpdateSessionBrief(ctx context.Context, id string, from []orches
 	return &b, nil
 }
 
-// sessionBriefColumns are the columns of an [orchestrator.SessionBrief], in the order of its fields.
+// sessionBriefColumns are the columns of a [store.SessionBrief], in the order of its fields.
 var sessionBriefColumns = []string{"id", "agent_name", "agent_type", "status", "parent_session_id", "last_event_seq"}
 
 // updateSession is UpdateSession; run executes the guarded update it builds (on the store it is given,
 // which is a transaction when events are appended) and returns the session's last event sequence.
-func (s *Store) updateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate,
+func (s *Store) updateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u store.SessionUpdate,
 	run func(ctx context.Context, s *Store, q *guardedUpdate) (int64, error)) error {
 	if len(u.AppendEvents) > 0 && !s.inTx {
 		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
@@ -181,7 +182,7 @@ func (s *Store) updateSession(ctx context.Context, id string, from []orchestrato
 
 // sessionUpdate is the guarded update of UpdateSession (the appended events' sequence numbers included,
 // not the events).
-func sessionUpdate(id string, from []orchestrator.SessionStatus, u orchestrator.SessionUpdate) (guardedUpdate, error) {
+func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.SessionUpdate) (guardedUpdate, error) {
 	q := guardedUpdate{table: "sessions"}
 	if u.Status != nil {
 		q.set("status", string(*u.Status))

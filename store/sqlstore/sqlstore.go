@@ -1,4 +1,4 @@
-// Package sqlstore implements [orchestrator.Store] on SQL databases through bun: SQLite (the embedded
+// Package sqlstore implements [store.Store] on SQL databases through bun: SQLite (the embedded
 // default, pure Go through modernc.org/sqlite, no cgo) and PostgreSQL (for several coordinator replicas
 // sharing one database).
 //
@@ -68,6 +68,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/internal/batch"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Config configures a [Store]. The zero value is ready to use.
@@ -86,7 +87,7 @@ type Config struct {
 	MaxWALBytes int64
 }
 
-// Store is an [orchestrator.Store] on SQLite or PostgreSQL. It is safe for concurrent use.
+// Store is a [store.Store] on SQLite or PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	// w takes writes and transactions, r plain reads. They are the same handle except for SQLite files,
 	// where w is a one-connection pool, and inside a transaction, where both are the tx.
@@ -114,8 +115,8 @@ type Store struct {
 }
 
 var (
-	_ orchestrator.Store        = (*Store)(nil)
-	_ orchestrator.BriefUpdater = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.BriefUpdater = (*Store)(nil)
 )
 
 // New opens the database named by dsn (see the package documentation), runs the migrations unless
@@ -339,7 +340,7 @@ func (s *Store) ReadsWarmInWrites() bool { return s.batch != nil }
 
 // InTx runs fn in one transaction. On a Store already bound to a transaction it runs fn in that
 // transaction.
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx orchestrator.Store) error) error {
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Store) error) error {
 	return s.tx(ctx, func(ctx context.Context, tx *Store) error { return fn(ctx, tx) })
 }
 

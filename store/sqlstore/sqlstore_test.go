@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/store"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
@@ -21,18 +22,18 @@ const postgresEnv = "ORCHESTRATOR_TEST_POSTGRES_URL"
 
 func TestSQLite(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) orchestrator.Store { return newSQLite(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return newSQLite(t) })
 }
 
 func TestSQLiteMemory(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) orchestrator.Store { return open(t, ":memory:") })
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t, ":memory:") })
 }
 
 func TestPostgres(t *testing.T) {
 	t.Parallel()
 	requirePostgres(t)
-	storetest.Run(t, func(t *testing.T) orchestrator.Store { return newPostgres(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return newPostgres(t) })
 }
 
 func BenchmarkSQLite(b *testing.B) {
@@ -45,7 +46,7 @@ func BenchmarkPostgres(b *testing.B) {
 }
 
 // newSQLite opens a store on a WAL file of its own.
-func newSQLite(tb testing.TB) orchestrator.Store {
+func newSQLite(tb testing.TB) store.Store {
 	return open(tb, filepath.Join(tb.TempDir(), "orchestrator.db"))
 }
 
@@ -65,7 +66,7 @@ func open(tb testing.TB, dsn string) *sqlstore.Store {
 
 // newPostgres opens a store in a fresh schema, dropped when the test ends; it skips the test when
 // ORCHESTRATOR_TEST_POSTGRES_URL is not set.
-func newPostgres(tb testing.TB) orchestrator.Store {
+func newPostgres(tb testing.TB) store.Store {
 	tb.Helper()
 	return open(tb, postgresSchema(tb))
 }

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
-
-	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
 // Submission control: priorities, delayed runs, concurrency limits and idempotency keys.
@@ -156,7 +155,7 @@ func (s *Store) execPrepared(ctx context.Context, query string, args ...any) (sq
 	return stmt.ExecContext(ctx, args...)
 }
 
-// NextRunAt implements [orchestrator.Store]; runs_delayed serves it.
+// NextRunAt implements [store.Store]; runs_delayed serves it.
 func (s *Store) NextRunAt(ctx context.Context, after time.Time) (time.Time, error) {
 	var at []time.Time
 	err := s.r.NewSelect().Model((*runRow)(nil)).Column("run_at").
@@ -178,24 +177,24 @@ type idempotencyKeyRow struct {
 	CreatedAt   time.Time `bun:"created_at"`
 }
 
-// CreateIdempotencyKey implements [orchestrator.Store]. The key is the table's primary key: of two
+// CreateIdempotencyKey implements [store.Store]. The key is the table's primary key: of two
 // transactions inserting it, the second waits for the first (PostgreSQL) or runs after it (SQLite's one
 // writer) and gets ErrConflict when the first committed.
-func (s *Store) CreateIdempotencyKey(ctx context.Context, k *orchestrator.IdempotencyKey) error {
+func (s *Store) CreateIdempotencyKey(ctx context.Context, k *store.IdempotencyKey) error {
 	row := &idempotencyKeyRow{ID: k.Key, RequestHash: k.RequestHash, RunID: k.RunID, SessionID: k.SessionID, CreatedAt: utc(k.CreatedAt)}
 	return wrap(s.insert(ctx, row), "idempotency key", k.Key)
 }
 
-// GetIdempotencyKey implements [orchestrator.Store].
-func (s *Store) GetIdempotencyKey(ctx context.Context, key string) (*orchestrator.IdempotencyKey, error) {
+// GetIdempotencyKey implements [store.Store].
+func (s *Store) GetIdempotencyKey(ctx context.Context, key string) (*store.IdempotencyKey, error) {
 	var row idempotencyKeyRow
 	if err := s.getRow(ctx, &row, "id", key); err != nil {
 		return nil, wrap(err, "idempotency key", key)
 	}
-	return &orchestrator.IdempotencyKey{Key: row.ID, RequestHash: row.RequestHash, RunID: row.RunID, SessionID: row.SessionID, CreatedAt: utc(row.CreatedAt)}, nil
+	return &store.IdempotencyKey{Key: row.ID, RequestHash: row.RequestHash, RunID: row.RunID, SessionID: row.SessionID, CreatedAt: utc(row.CreatedAt)}, nil
 }
 
-// DeleteIdempotencyKeys implements [orchestrator.Store], oldest first, in batches of at most
+// DeleteIdempotencyKeys implements [store.Store], oldest first, in batches of at most
 // retentionChunk keys.
 func (s *Store) DeleteIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error) {
 	total := 0

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/uptrace/bun"
-
-	orchestrator "github.com/agentorchestrator/orchestrator"
 )
 
 type webhookRow struct {
@@ -26,14 +25,14 @@ type webhookRow struct {
 	DeliveredAt   *time.Time      `bun:"delivered_at"`
 }
 
-func (r *webhookRow) domain() *orchestrator.Webhook {
-	return &orchestrator.Webhook{
+func (r *webhookRow) domain() *store.Webhook {
+	return &store.Webhook{
 		ID:            r.ID,
 		URL:           r.URL,
 		SessionID:     r.SessionID,
 		RunID:         r.RunID,
 		Payload:       r.Payload,
-		Status:        orchestrator.WebhookStatus(r.Status),
+		Status:        store.WebhookStatus(r.Status),
 		Attempts:      int(r.Attempts),
 		NextAttemptAt: r.NextAttemptAt.UTC(),
 		LastError:     r.LastError,
@@ -43,7 +42,7 @@ func (r *webhookRow) domain() *orchestrator.Webhook {
 }
 
 // CreateWebhook inserts the webhook; a taken id is ErrConflict.
-func (s *Store) CreateWebhook(ctx context.Context, w *orchestrator.Webhook) error {
+func (s *Store) CreateWebhook(ctx context.Context, w *store.Webhook) error {
 	row := &webhookRow{
 		ID:            w.ID,
 		URL:           w.URL,
@@ -60,10 +59,10 @@ func (s *Store) CreateWebhook(ctx context.Context, w *orchestrator.Webhook) erro
 	return wrap(s.insert(ctx, row), "webhook", w.ID)
 }
 
-// ClaimWebhooks leases the due pending webhooks (see orchestrator.Store). On PostgreSQL the candidates are
+// ClaimWebhooks leases the due pending webhooks (see store.Store). On PostgreSQL the candidates are
 // locked with SKIP LOCKED, so replicas claiming at once take different webhooks; the UPDATE re-checks
 // status and due time, so a webhook is never leased twice.
-func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*orchestrator.Webhook, error) {
+func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*store.Webhook, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -71,7 +70,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, li
 	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
 		rows = nil
 		due := tx.w.NewSelect().Model((*webhookRow)(nil)).Column("id").
-			Where("status = ?", string(orchestrator.WebhookPending)).
+			Where("status = ?", string(store.WebhookPending)).
 			Where("next_attempt_at <= ?", utc(now)).
 			OrderExpr("next_attempt_at, id").Limit(int64(limit))
 		if tx.pg {
@@ -87,7 +86,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, li
 		_, err := tx.w.NewUpdate().Model(&rows).
 			Set("next_attempt_at = ?", utc(leaseUntil)).
 			Where("id IN (?)", bun.List(ids)).
-			Where("status = ?", string(orchestrator.WebhookPending)).
+			Where("status = ?", string(store.WebhookPending)).
 			Where("next_attempt_at <= ?", utc(now)).
 			Returning("*").Exec(ctx)
 		return wrap(err, "due webhooks", "")
@@ -95,7 +94,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, li
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*orchestrator.Webhook, len(rows))
+	out := make([]*store.Webhook, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}
@@ -105,7 +104,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, li
 // UpdateWebhook records a delivery attempt's outcome. It is fenced by the attempt count: it applies only
 // while the webhook is pending with w.Attempts-1 attempts recorded, so a replica whose lease ran out while
 // it delivered cannot overwrite what the replica that took the webhook over recorded (ErrConflict).
-func (s *Store) UpdateWebhook(ctx context.Context, w *orchestrator.Webhook) error {
+func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) error {
 	res, err := s.w.NewUpdate().Model((*webhookRow)(nil)).
 		Set("status = ?", string(w.Status)).
 		Set("attempts = ?", w.Attempts).
@@ -113,7 +112,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *orchestrator.Webhook) erro
 		Set("last_error = ?", w.LastError).
 		Set("delivered_at = ?", utcPtr(w.DeliveredAt)).
 		Where("id = ?", w.ID).
-		Where("status = ?", string(orchestrator.WebhookPending)).
+		Where("status = ?", string(store.WebhookPending)).
 		Where("attempts = ?", w.Attempts-1).
 		Exec(ctx)
 	if err != nil {

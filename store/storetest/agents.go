@@ -4,15 +4,16 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testAgents(t *testing.T, newStore func(*testing.T) store.Store) {
 	det, ai := orchestrator.AgentTypeDeterministic, orchestrator.AgentTypeAgent
 
 	t.Run("CreateGet", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		for _, a := range []*orchestrator.Agent{
+		for _, a := range []*store.Agent{
 			newAgent("web-crawler", det, "lnch_a", "web", "io"),
 			newAgent("writer", ai, ""),
 		} {
@@ -32,7 +33,7 @@ func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	t.Run("List", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		for _, a := range []*orchestrator.Agent{
+		for _, a := range []*store.Agent{
 			newAgent("zeta", det, "lnch_a", "web", "io"),
 			newAgent("alpha", det, "lnch_b", "web"),
 			newAgent("mid", ai, "", "io", "web_x"),
@@ -42,18 +43,18 @@ func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		for _, tc := range []struct {
 			name string
-			f    orchestrator.AgentFilter
+			f    store.AgentFilter
 			want []string
 		}{
-			{"all, by name", orchestrator.AgentFilter{}, []string{"alpha", "beta", "mid", "zeta"}},
-			{"deterministic", orchestrator.AgentFilter{Type: det}, []string{"alpha", "zeta"}},
-			{"agent", orchestrator.AgentFilter{Type: ai}, []string{"beta", "mid"}},
-			{"tag web (not web_x, not we)", orchestrator.AgentFilter{Tags: []string{"web"}}, []string{"alpha", "zeta"}},
-			{"tags web and io", orchestrator.AgentFilter{Tags: []string{"web", "io"}}, []string{"zeta"}},
-			{"tag we", orchestrator.AgentFilter{Tags: []string{"we"}}, []string{"beta"}},
-			{"tag with LIKE wildcard", orchestrator.AgentFilter{Tags: []string{"web%"}}, []string{}},
-			{"runner", orchestrator.AgentFilter{RunnerID: "lnch_b"}, []string{"alpha"}},
-			{"runner and tag", orchestrator.AgentFilter{RunnerID: "lnch_b", Tags: []string{"io"}}, []string{}},
+			{"all, by name", store.AgentFilter{}, []string{"alpha", "beta", "mid", "zeta"}},
+			{"deterministic", store.AgentFilter{Type: det}, []string{"alpha", "zeta"}},
+			{"agent", store.AgentFilter{Type: ai}, []string{"beta", "mid"}},
+			{"tag web (not web_x, not we)", store.AgentFilter{Tags: []string{"web"}}, []string{"alpha", "zeta"}},
+			{"tags web and io", store.AgentFilter{Tags: []string{"web", "io"}}, []string{"zeta"}},
+			{"tag we", store.AgentFilter{Tags: []string{"we"}}, []string{"beta"}},
+			{"tag with LIKE wildcard", store.AgentFilter{Tags: []string{"web%"}}, []string{}},
+			{"runner", store.AgentFilter{RunnerID: "lnch_b"}, []string{"alpha"}},
+			{"runner and tag", store.AgentFilter{RunnerID: "lnch_b", Tags: []string{"io"}}, []string{}},
 		} {
 			got, err := s.ListAgents(ctx(t), tc.f)
 			must(t, "ListAgents "+tc.name, err)
@@ -79,7 +80,7 @@ func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		want.Blueprint.Description = "rewritten"
 		want.UpdatedAt = at(7)
 		equal(t, "GetAgent after UpdateAgent", got, want)
-		if l, _ := s.ListAgents(ctx(t), orchestrator.AgentFilter{Tags: []string{"new"}}); len(l) != 1 {
+		if l, _ := s.ListAgents(ctx(t), store.AgentFilter{Tags: []string{"new"}}); len(l) != 1 {
 			t.Fatalf("ListAgents by the new tag = %v, want [writer]", agentNames(l))
 		}
 
@@ -90,7 +91,7 @@ func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	t.Run("Delete", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		for _, a := range []*orchestrator.Agent{
+		for _, a := range []*store.Agent{
 			newAgent("a1", det, "lnch_a"), newAgent("a2", det, "lnch_a"), newAgent("b1", det, "lnch_b"),
 			newAgent("registry", ai, ""),
 		} {
@@ -107,7 +108,7 @@ func testAgents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		must(t, "DeleteAgent", s.DeleteAgent(ctx(t), "registry"))
 		wantErr(t, "DeleteAgent again", s.DeleteAgent(ctx(t), "registry"), orchestrator.ErrNotFound)
-		got, err := s.ListAgents(ctx(t), orchestrator.AgentFilter{})
+		got, err := s.ListAgents(ctx(t), store.AgentFilter{})
 		must(t, "ListAgents", err)
 		equal(t, "agents left", agentNames(got), []string{"b1"})
 	})

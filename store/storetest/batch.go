@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // sessionsCreator is the optional capability a coordinator's StartRuns uses: a fan-out created in one
@@ -37,7 +38,7 @@ func batchOf(prefix string, n int) ([]*orchestrator.Session, []*orchestrator.Run
 // testConcurrentCreations checks CreateSessionWithRun and CreateSessionWithRunOnce from many callers at
 // once, which a store may write in groups: every creation is there when its call returns, with its key,
 // and one that fails (a taken id, or a key another caller recorded first) fails alone.
-func testConcurrentCreations(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testConcurrentCreations(t *testing.T, newStore func(*testing.T) store.Store) {
 	s := newStore(t)
 	taken := newSession("ses_g00013", base)
 	must(t, "CreateSession", s.CreateSession(ctx(t), taken))
@@ -58,7 +59,7 @@ func testConcurrentCreations(t *testing.T, newStore func(*testing.T) orchestrato
 	for i := range sessions {
 		wg.Go(func() {
 			if k := key(i); k != "" {
-				errs[i] = s.CreateSessionWithRunOnce(ctx(t), sessions[i], runs[i], &orchestrator.IdempotencyKey{
+				errs[i] = s.CreateSessionWithRunOnce(ctx(t), sessions[i], runs[i], &store.IdempotencyKey{
 					Key: k, RequestHash: "h", RunID: runs[i].ID, SessionID: sessions[i].ID, CreatedAt: runs[i].CreatedAt})
 			} else {
 				errs[i] = s.CreateSessionWithRun(ctx(t), sessions[i], runs[i])
@@ -110,7 +111,7 @@ func testConcurrentCreations(t *testing.T, newStore func(*testing.T) orchestrato
 
 // testBatchCreate checks CreateSessionsWithRuns on stores that have it: every session and run as
 // CreateSessionWithRun would have stored them, beyond one statement's worth of rows, and all or none.
-func testBatchCreate(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testBatchCreate(t *testing.T, newStore func(*testing.T) store.Store) {
 	if _, ok := newStore(t).(sessionsCreator); !ok {
 		t.Skip("the store has no CreateSessionsWithRuns")
 	}
@@ -159,7 +160,7 @@ func testBatchCreate(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 		t.Parallel()
 		s := newStore(t)
 		rollback := errors.New("roll back")
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			sessions, runs := batchOf("d", 5)
 			if err := tx.(sessionsCreator).CreateSessionsWithRuns(ctx, sessions, runs); err != nil {
 				return err
@@ -169,7 +170,7 @@ func testBatchCreate(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 		wantErr(t, "InTx", err, rollback)
 		_, err = s.GetSession(ctx(t), "ses_d00000")
 		wantErr(t, "session of a rolled back batch", err, orchestrator.ErrNotFound)
-		must(t, "InTx", s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		must(t, "InTx", s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			sessions, runs := batchOf("e", 5)
 			return tx.(sessionsCreator).CreateSessionsWithRuns(ctx, sessions, runs)
 		}))

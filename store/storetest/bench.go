@@ -8,6 +8,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Bench runs the store benchmarks against the stores newStore returns (one fresh store per benchmark):
@@ -24,7 +25,7 @@ import (
 //   - ClaimBacklog1PerClaim, ClaimBacklog10PerClaim: claiming from a backlog of pinned runs one and ten
 //     at a time, reported per claimed run (ns/run). Ten at a time should cost a run much less.
 //   - AppendEvent: appending one event to a session.
-func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
+func Bench(b *testing.B, newStore func(tb testing.TB) store.Store) {
 	b.Run("CreateClaimComplete", func(b *testing.B) {
 		s := newStore(b)
 		runner := newRunner("lnch_bench")
@@ -40,7 +41,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 			if err := s.CreateRun(b.Context(), r); err != nil {
 				b.Fatal(err)
 			}
-			c, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: now})
+			c, err := claimOne(b.Context(), s, store.ClaimParams{Runner: runner, Now: now})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -48,30 +49,30 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 				b.Fatalf("claimed %s, want %s", c.ID, r.ID)
 			}
 			if _, err := s.UpdateRun(b.Context(), r.ID, []orchestrator.RunStatus{orchestrator.RunClaimed}, runner.ID,
-				orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(now)}); err != nil {
+				store.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(now)}); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := s.UpdateRun(b.Context(), r.ID, []orchestrator.RunStatus{orchestrator.RunRunning}, runner.ID,
-				orchestrator.RunUpdate{Status: ptr(orchestrator.RunCompleted), EndedAt: ptr(now)}); err != nil {
+				store.RunUpdate{Status: ptr(orchestrator.RunCompleted), EndedAt: ptr(now)}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 
-	claimNothing := func(b *testing.B, s orchestrator.Store) {
+	claimNothing := func(b *testing.B, s store.Store) {
 		runner := newRunner("lnch_bench")
 		runner.Hostname = "bench-host"
 		b.ReportAllocs()
 		for b.Loop() {
-			_, err := claimOne(b.Context(), s, orchestrator.ClaimParams{Runner: runner, Now: utcNow()})
+			_, err := claimOne(b.Context(), s, store.ClaimParams{Runner: runner, Now: utcNow()})
 			if !errors.Is(err, orchestrator.ErrNotFound) {
 				b.Fatalf("claim = %v, want ErrNotFound", err)
 			}
 		}
 	}
-	fill := func(b *testing.B, s orchestrator.Store, n int, mk func(i int) *orchestrator.Run) {
+	fill := func(b *testing.B, s store.Store, n int, mk func(i int) *orchestrator.Run) {
 		for start := 0; start < n; start += 1000 {
-			err := s.InTx(b.Context(), func(ctx context.Context, tx orchestrator.Store) error {
+			err := s.InTx(b.Context(), func(ctx context.Context, tx store.Store) error {
 				for i := start; i < min(start+1000, n); i++ {
 					if err := tx.CreateRun(ctx, mk(i)); err != nil {
 						return err
@@ -165,7 +166,7 @@ func Bench(b *testing.B, newStore func(tb testing.TB) orchestrator.Store) {
 }
 
 // benchClaimBacklog claims from a backlog of pinned runs, per runs a claim, each run edited by edit.
-func benchClaimBacklog(b *testing.B, newStore func(tb testing.TB) orchestrator.Store, fill func(*testing.B, orchestrator.Store, int, func(int) *orchestrator.Run),
+func benchClaimBacklog(b *testing.B, newStore func(tb testing.TB) store.Store, fill func(*testing.B, store.Store, int, func(int) *orchestrator.Run),
 	per int, variant string, edit func(r *orchestrator.Run, i int),
 ) {
 	b.Run(fmt.Sprintf("ClaimBacklog%dPerClaim%s", per, variant), func(b *testing.B) {
@@ -189,7 +190,7 @@ func benchClaimBacklog(b *testing.B, newStore func(tb testing.TB) orchestrator.S
 				b.StartTimer()
 			}
 			t := time.Now()
-			runs, err := s.ClaimRuns(b.Context(), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: per})
+			runs, err := s.ClaimRuns(b.Context(), store.ClaimParams{Runner: runner, Now: utcNow(), Max: per})
 			elapsed += time.Since(t)
 			if err != nil || len(runs) != per {
 				b.Fatalf("ClaimRuns = %d runs, %v; want %d", len(runs), err, per)

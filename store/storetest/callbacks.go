@@ -5,9 +5,10 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testCallbacks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testCallbacks(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("CreateListDeliver", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -24,18 +25,18 @@ func testCallbacks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		wantErr(t, "CreateCallback with a taken id", s.CreateCallback(ctx(t), cbs[0]), orchestrator.ErrConflict)
 
-		got, err := s.ListCallbacks(ctx(t), orchestrator.CallbackFilter{})
+		got, err := s.ListCallbacks(ctx(t), store.CallbackFilter{})
 		must(t, "ListCallbacks", err)
 		equal(t, "ListCallbacks all", got, cbs)
 		for _, tc := range []struct {
 			name string
-			f    orchestrator.CallbackFilter
+			f    store.CallbackFilter
 			want []string
 		}{
-			{"parent", orchestrator.CallbackFilter{ParentSessionID: "ses_p"}, []string{"cb_9", "cb_8", "cb_6"}},
-			{"parent, pending", orchestrator.CallbackFilter{ParentSessionID: "ses_p", Pending: true}, []string{"cb_9", "cb_8"}},
-			{"child", orchestrator.CallbackFilter{ChildSessionID: "ses_c3"}, []string{"cb_7", "cb_6"}},
-			{"pending", orchestrator.CallbackFilter{Pending: true}, []string{"cb_9", "cb_8", "cb_7"}},
+			{"parent", store.CallbackFilter{ParentSessionID: "ses_p"}, []string{"cb_9", "cb_8", "cb_6"}},
+			{"parent, pending", store.CallbackFilter{ParentSessionID: "ses_p", Pending: true}, []string{"cb_9", "cb_8"}},
+			{"child", store.CallbackFilter{ChildSessionID: "ses_c3"}, []string{"cb_7", "cb_6"}},
+			{"pending", store.CallbackFilter{Pending: true}, []string{"cb_9", "cb_8", "cb_7"}},
 		} {
 			got, err := s.ListCallbacks(ctx(t), tc.f)
 			must(t, "ListCallbacks "+tc.name, err)
@@ -54,12 +55,12 @@ func testCallbacks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		if n, err := s.MarkCallbacksDelivered(ctx(t), nil, "run_x", at(11)); err != nil || n != 0 {
 			t.Fatalf("MarkCallbacksDelivered of nothing = %d, %v; want 0, nil", n, err)
 		}
-		got, err = s.ListCallbacks(ctx(t), orchestrator.CallbackFilter{ParentSessionID: "ses_p"})
+		got, err = s.ListCallbacks(ctx(t), store.CallbackFilter{ParentSessionID: "ses_p"})
 		must(t, "ListCallbacks", err)
 		cbs[0].DeliveredAt, cbs[0].DeliveredRun = ptr(at(10)), "run_new"
 		cbs[1].DeliveredAt, cbs[1].DeliveredRun = ptr(at(10)), "run_new"
 		equal(t, "callbacks after delivery", got, []*orchestrator.Callback{cbs[0], cbs[1], cbs[3]})
-		if p, _ := s.ListCallbacks(ctx(t), orchestrator.CallbackFilter{ParentSessionID: "ses_p", Pending: true}); len(p) != 0 {
+		if p, _ := s.ListCallbacks(ctx(t), store.CallbackFilter{ParentSessionID: "ses_p", Pending: true}); len(p) != 0 {
 			t.Fatalf("pending callbacks after delivery: %v", callbackIDs(p))
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // claimRunners are the runners of the claim table: each runs against every run of claimRuns.
@@ -86,7 +87,7 @@ func claimRuns() []*orchestrator.Run {
 	return runs
 }
 
-func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testClaim(t *testing.T, newStore func(*testing.T) store.Store) {
 	// For each runner, claiming until there is nothing left takes exactly the runs Demands.Matches accepts,
 	// oldest first, whether each claim takes one run or several.
 	for _, runner := range claimRunners() {
@@ -109,7 +110,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 				var got []string
 				for i := 0; ; i++ {
 					now := at(1000 + i)
-					claimed, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: now, Max: limit})
+					claimed, err := s.ClaimRuns(ctx(t), store.ClaimParams{Runner: runner, Now: now, Max: limit})
 					must(t, "ClaimRuns", err)
 					if len(claimed) == 0 {
 						break
@@ -151,7 +152,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		// A quarter of the runs are pinned to one runner (deterministic), the rest are open to all.
 		owner := map[string]string{}
 		for start := 0; start < total; start += 500 {
-			err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+			err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 				for i := start; i < min(start+500, total); i++ {
 					r := newRun(fmt.Sprintf("run_%06d", i), "ses_a", at(i))
 					r.Demands = orchestrator.Demands{}
@@ -180,7 +181,7 @@ func testClaim(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			wg.Go(func() {
 				for {
 					// Runners take 1 to 4 runs per claim.
-					rs, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: 1 + i%4})
+					rs, err := s.ClaimRuns(ctx(t), store.ClaimParams{Runner: runner, Now: utcNow(), Max: 1 + i%4})
 					if err != nil {
 						errs <- err
 						return
@@ -248,7 +249,7 @@ func runIDsOrNil(rs []*orchestrator.Run) []string {
 }
 
 // claimOne claims a single run; ErrNotFound when there is none to take.
-func claimOne(ctx context.Context, s orchestrator.Store, p orchestrator.ClaimParams) (*orchestrator.Run, error) {
+func claimOne(ctx context.Context, s store.Store, p store.ClaimParams) (*orchestrator.Run, error) {
 	p.Max = 1
 	rs, err := s.ClaimRuns(ctx, p)
 	switch {

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testEvents(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("AppendList", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -112,9 +113,9 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		// A refused update appends nothing.
 		refused := []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{"n":1}`)}}
 		_, err := s.UpdateSession(ctx(t), "ses_a", []orchestrator.SessionStatus{orchestrator.SessionCompleted},
-			orchestrator.SessionUpdate{Status: &running, AppendEvents: refused})
+			store.SessionUpdate{Status: &running, AppendEvents: refused})
 		wantErr(t, "UpdateSession with events, guard refused", err, orchestrator.ErrConflict)
-		_, err = s.UpdateSession(ctx(t), "ses_missing", pending, orchestrator.SessionUpdate{Status: &running, AppendEvents: refused})
+		_, err = s.UpdateSession(ctx(t), "ses_missing", pending, store.SessionUpdate{Status: &running, AppendEvents: refused})
 		wantErr(t, "UpdateSession with events, missing session", err, orchestrator.ErrNotFound)
 		if got, _ := s.ListEvents(ctx(t), "ses_a", 0, 0); len(got) != 1 {
 			t.Fatalf("refused updates left %d events, want 1", len(got))
@@ -124,7 +125,7 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			{Type: orchestrator.EventResult, Data: json.RawMessage(`{"result_text":"r"}`), Time: at(5)},
 			{Type: orchestrator.EventRunEnded, Data: json.RawMessage(`{"status":"completed"}`)},
 		}
-		se, err := s.UpdateSession(ctx(t), "ses_a", pending, orchestrator.SessionUpdate{Status: &running, AppendEvents: evs})
+		se, err := s.UpdateSession(ctx(t), "ses_a", pending, store.SessionUpdate{Status: &running, AppendEvents: evs})
 		must(t, "UpdateSession with events", err)
 		if se.Status != running || se.LastEventSeq != 3 {
 			t.Fatalf("updated session: status %s LastEventSeq %d, want running 3", se.Status, se.LastEventSeq)
@@ -136,8 +137,8 @@ func testEvents(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		// Inside a transaction, and together with a plain append that follows.
 		more := []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{"n":2}`)}}
 		after := []*orchestrator.Event{{Type: "progress", Data: json.RawMessage(`{"n":3}`)}}
-		err = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
-			if _, err := tx.UpdateSession(ctx, "ses_a", []orchestrator.SessionStatus{running}, orchestrator.SessionUpdate{AppendEvents: more}); err != nil {
+		err = s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
+			if _, err := tx.UpdateSession(ctx, "ses_a", []orchestrator.SessionStatus{running}, store.SessionUpdate{AppendEvents: more}); err != nil {
 				return err
 			}
 			return tx.AppendEvents(ctx, "ses_a", after)

@@ -7,20 +7,21 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-// testGroupedEnds checks [orchestrator.BatchBriefUpdater] on stores that have it, as a coordinator uses it
+// testGroupedEnds checks [store.BatchBriefUpdater] on stores that have it, as a coordinator uses it
 // to end the runs a runner reports together: the runs' updates in one call, then their sessions' with the
 // result and run_ended events in another, inside one transaction. A member whose guard does not match
 // (held by another runner, in another status, missing, or repeated) changes nothing and gets a nil brief;
 // the others are applied exactly as their single counterparts would apply them.
-func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
-	if _, ok := newStore(t).(orchestrator.BatchBriefUpdater); !ok {
-		t.Skip("the store is not an orchestrator.BatchBriefUpdater")
+func testGroupedEnds(t *testing.T, newStore func(*testing.T) store.Store) {
+	if _, ok := newStore(t).(store.BatchBriefUpdater); !ok {
+		t.Skip("the store is not a store.BatchBriefUpdater")
 	}
 
 	// held creates n sessions each with a run claimed by runner, ids prefix00000, ….
-	held := func(t *testing.T, s orchestrator.Store, prefix, runner string, n int) ([]*orchestrator.Session, []*orchestrator.Run) {
+	held := func(t *testing.T, s store.Store, prefix, runner string, n int) ([]*orchestrator.Session, []*orchestrator.Run) {
 		t.Helper()
 		sessions, runs := make([]*orchestrator.Session, n), make([]*orchestrator.Run, n)
 		for i := range n {
@@ -34,15 +35,15 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 		}
 		return sessions, runs
 	}
-	end := func(id, runner string, status orchestrator.RunStatus, when int) orchestrator.RunsUpdate {
-		return orchestrator.RunsUpdate{ID: id, From: runStatusesBefore(status), RunnerID: runner, Update: orchestrator.RunUpdate{
+	end := func(id, runner string, status orchestrator.RunStatus, when int) store.RunsUpdate {
+		return store.RunsUpdate{ID: id, From: runStatusesBefore(status), RunnerID: runner, Update: store.RunUpdate{
 			Status: ptr(status), Error: ptr(""), EndedAt: ptr(at(when)),
 			Usage: &orchestrator.Usage{InputTokens: int64(when)},
 		}}
 	}
-	sessionEnd := func(id string, status orchestrator.SessionStatus, when int) orchestrator.SessionsUpdate {
-		return orchestrator.SessionsUpdate{ID: id, From: []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning},
-			Update: orchestrator.SessionUpdate{
+	sessionEnd := func(id string, status orchestrator.SessionStatus, when int) store.SessionsUpdate {
+		return store.SessionsUpdate{ID: id, From: []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning},
+			Update: store.SessionUpdate{
 				Status: ptr(status), Result: &orchestrator.Result{ResultType: "deterministic", ResultData: []byte(fmt.Sprintf(`{"n":%d}`, when))},
 				Error: ptr(""), EndedAt: ptr(at(when)), UpdatedAt: at(when),
 				AppendEvents: []*orchestrator.Event{
@@ -62,10 +63,10 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 			return r
 		}()))
 		before4, _ := s.GetRun(ctx(t), runs[4].ID)
-		var briefs []*orchestrator.RunBrief
-		must(t, "InTx", s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		var briefs []*store.RunBrief
+		must(t, "InTx", s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			var err error
-			briefs, err = tx.(orchestrator.BatchBriefUpdater).UpdateRunsBrief(ctx, []orchestrator.RunsUpdate{
+			briefs, err = tx.(store.BatchBriefUpdater).UpdateRunsBrief(ctx, []store.RunsUpdate{
 				end(runs[0].ID, "lnch_a", orchestrator.RunCompleted, 10),
 				end(runs[1].ID, "lnch_a", orchestrator.RunCompleted, 11),
 				end(runs[4].ID, "lnch_b", orchestrator.RunCompleted, 14), // held by another runner
@@ -84,7 +85,7 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 			want := *runs[i]
 			want.Status = []orchestrator.RunStatus{orchestrator.RunCompleted, orchestrator.RunCompleted, orchestrator.RunFailed, orchestrator.RunStopped}[i]
 			want.Error, want.EndedAt, want.Usage = "", ptr(at(10+i)), &orchestrator.Usage{InputTokens: int64(10 + i)}
-			equal(t, fmt.Sprintf("brief %d", k), briefs[k], want.Brief())
+			equal(t, fmt.Sprintf("brief %d", k), briefs[k], store.NewRunBrief(&want))
 			stored, err := s.GetRun(ctx(t), runs[i].ID)
 			must(t, "GetRun", err)
 			equal(t, fmt.Sprintf("stored run %d", i), stored, &want)
@@ -112,19 +113,19 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 		must(t, "AppendEvents", s.AppendEvents(ctx(t), sessions[1].ID, []*orchestrator.Event{
 			{Type: orchestrator.EventMessage, Data: []byte(`{"role":"assistant","content":"x"}`), Time: at(5)},
 		}))
-		_, err := s.UpdateSession(ctx(t), sessions[3].ID, nil, orchestrator.SessionUpdate{Status: ptr(orchestrator.SessionFailed), UpdatedAt: at(6)})
+		_, err := s.UpdateSession(ctx(t), sessions[3].ID, nil, store.SessionUpdate{Status: ptr(orchestrator.SessionFailed), UpdatedAt: at(6)})
 		must(t, "UpdateSession", err)
-		us := []orchestrator.SessionsUpdate{
+		us := []store.SessionsUpdate{
 			sessionEnd(sessions[0].ID, orchestrator.SessionCompleted, 20),
 			sessionEnd(sessions[1].ID, orchestrator.SessionCompleted, 21),
 			sessionEnd(sessions[3].ID, orchestrator.SessionCompleted, 23), // already ended
 			sessionEnd("ses_smissing", orchestrator.SessionCompleted, 24),
 			sessionEnd(sessions[2].ID, orchestrator.SessionStopped, 22),
 		}
-		var briefs []*orchestrator.SessionBrief
-		must(t, "InTx", s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		var briefs []*store.SessionBrief
+		must(t, "InTx", s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			var err error
-			briefs, err = tx.(orchestrator.BatchBriefUpdater).UpdateSessionsBrief(ctx, us)
+			briefs, err = tx.(store.BatchBriefUpdater).UpdateSessionsBrief(ctx, us)
 			return err
 		}))
 		wantSeq := map[int]int64{0: 2, 1: 3, 4: 2} // member → last_event_seq after: two events each
@@ -138,7 +139,7 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 			}
 			stored, err := s.GetSession(ctx(t), u.ID)
 			must(t, "GetSession", err)
-			equal(t, fmt.Sprintf("brief %d", k), briefs[k], stored.Brief())
+			equal(t, fmt.Sprintf("brief %d", k), briefs[k], store.NewSessionBrief(stored))
 			if stored.Status != *u.Update.Status || stored.LastEventSeq != last || !stored.EndedAt.Equal(*u.Update.EndedAt) ||
 				string(stored.Result.ResultData) != string(u.Update.Result.ResultData) {
 				t.Errorf("session %s after its grouped end: %s", u.ID, show(stored))
@@ -169,14 +170,14 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 		s := newStore(t)
 		sessions, runs := held(t, s, "r", "lnch_a", 3)
 		boom := fmt.Errorf("the caller gives up")
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
-			b := tx.(orchestrator.BatchBriefUpdater)
-			if _, err := b.UpdateRunsBrief(ctx, []orchestrator.RunsUpdate{
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
+			b := tx.(store.BatchBriefUpdater)
+			if _, err := b.UpdateRunsBrief(ctx, []store.RunsUpdate{
 				end(runs[0].ID, "lnch_a", orchestrator.RunCompleted, 1), end(runs[1].ID, "lnch_a", orchestrator.RunCompleted, 2),
 			}); err != nil {
 				return err
 			}
-			if _, err := b.UpdateSessionsBrief(ctx, []orchestrator.SessionsUpdate{
+			if _, err := b.UpdateSessionsBrief(ctx, []store.SessionsUpdate{
 				sessionEnd(sessions[0].ID, orchestrator.SessionCompleted, 1), sessionEnd(sessions[1].ID, orchestrator.SessionCompleted, 2),
 			}); err != nil {
 				return err
@@ -204,10 +205,10 @@ func testGroupedEnds(t *testing.T, newStore func(*testing.T) orchestrator.Store)
 		var wg sync.WaitGroup
 		for g := range groups {
 			wg.Go(func() {
-				errs[g] = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
-					b := tx.(orchestrator.BatchBriefUpdater)
-					var rus []orchestrator.RunsUpdate
-					var sus []orchestrator.SessionsUpdate
+				errs[g] = s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
+					b := tx.(store.BatchBriefUpdater)
+					var rus []store.RunsUpdate
+					var sus []store.SessionsUpdate
 					for i := g * per; i < (g+1)*per; i++ {
 						rus = append(rus, end(runs[i].ID, "lnch_a", orchestrator.RunCompleted, i))
 						sus = append(sus, sessionEnd(sessions[i].ID, orchestrator.SessionCompleted, i))

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // testRetention checks DeleteEndedSessions: what it selects (ended sessions whose end is older than the
 // cutoff, oldest end first, at most limit), what it takes with them (runs, demanded tags, events,
 // callbacks), what it keeps (sessions a callback or a webhook is still on its way to or from), and that
 // concurrent callers (coordinator replicas) delete each session once between them.
-func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testRetention(t *testing.T, newStore func(*testing.T) store.Store) {
 	// ended creates a session in status st that ended at end (ms after base; 0: not ended), created at
 	// created.
-	ended := func(t *testing.T, s orchestrator.Store, id string, st orchestrator.SessionStatus, created, end int) {
+	ended := func(t *testing.T, s store.Store, id string, st orchestrator.SessionStatus, created, end int) {
 		t.Helper()
 		se := newSession(id, at(created))
 		se.Status = st
@@ -26,7 +27,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		must(t, "CreateSession "+id, s.CreateSession(ctx(t), se))
 	}
-	remaining := func(t *testing.T, s orchestrator.Store) []string {
+	remaining := func(t *testing.T, s store.Store) []string {
 		t.Helper()
 		all, err := s.ListSessions(ctx(t), orchestrator.SessionFilter{})
 		must(t, "ListSessions", err)
@@ -142,7 +143,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 				t.Fatalf("ListEvents of deleted %s = %d events, %v; want none", id, len(ev), err)
 			}
 		}
-		cbs, err := s.ListCallbacks(ctx(t), orchestrator.CallbackFilter{})
+		cbs, err := s.ListCallbacks(ctx(t), store.CallbackFilter{})
 		must(t, "ListCallbacks", err)
 		equal(t, "callbacks left", callbackIDs(cbs), []string{"cb_other"})
 
@@ -164,7 +165,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		equal(t, "recreated run", got, again)
 		runner := newRunner("lnch_x")
 		runner.Tags = []string{"x"}
-		claimed, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(61)})
+		claimed, err := claimOne(ctx(t), s, store.ClaimParams{Runner: runner, Now: at(61)})
 		must(t, "claim of the recreated run (a left-over gpu tag would block it)", err)
 		if claimed.ID != "run_old_1" {
 			t.Fatalf("claimed %s, want run_old_1", claimed.ID)
@@ -212,11 +213,11 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		// A session whose webhook is still being delivered, and one whose webhook was delivered.
 		ended(t, s, "ses_w_pending", orchestrator.SessionCompleted, 6, 15)
 		ended(t, s, "ses_w_done", orchestrator.SessionCompleted, 7, 16)
-		for _, w := range []*orchestrator.Webhook{
+		for _, w := range []*store.Webhook{
 			{ID: "wh_pending", URL: "https://a.example/hook", SessionID: "ses_w_pending", RunID: "run_w1", Payload: []byte(`{}`),
-				Status: orchestrator.WebhookPending, Attempts: 3, NextAttemptAt: at(500), CreatedAt: at(15)},
+				Status: store.WebhookPending, Attempts: 3, NextAttemptAt: at(500), CreatedAt: at(15)},
 			{ID: "wh_done", URL: "https://a.example/hook", SessionID: "ses_w_done", RunID: "run_w2", Payload: []byte(`{}`),
-				Status: orchestrator.WebhookDelivered, Attempts: 1, NextAttemptAt: at(16), CreatedAt: at(16), DeliveredAt: ptr(at(17))},
+				Status: store.WebhookDelivered, Attempts: 1, NextAttemptAt: at(16), CreatedAt: at(16), DeliveredAt: ptr(at(17))},
 		} {
 			must(t, "CreateWebhook "+w.ID, s.CreateWebhook(ctx(t), w))
 		}
@@ -240,7 +241,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		t.Parallel()
 		s := newStore(t)
 		n := scale(1500)
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			for i := range n + 10 {
 				se := newSession(fmt.Sprintf("ses_%05d", i), at(i))
 				se.Status, se.EndedAt = orchestrator.SessionCompleted, ptr(at(i))
@@ -277,7 +278,7 @@ func testRetention(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		t.Parallel()
 		s := newStore(t)
 		n := concurrencyScale(600)
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			for i := range n {
 				se := newSession(fmt.Sprintf("ses_%05d", i), at(i))
 				se.Status, se.EndedAt = orchestrator.SessionFailed, ptr(at(i))

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testRunners(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testRunners(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("PutGet", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -51,14 +52,14 @@ func testRunners(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		for _, tc := range []struct {
 			name string
-			f    orchestrator.RunnerFilter
+			f    store.RunnerFilter
 			want []string
 		}{
-			{"all", orchestrator.RunnerFilter{}, []string{"lnch_d", "lnch_c", "lnch_b", "lnch_a"}},
-			{"online", orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}}, []string{"lnch_d", "lnch_a"}},
-			{"online or stale", orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}}, []string{"lnch_d", "lnch_c", "lnch_a"}},
-			{"heartbeat before 20ms", orchestrator.RunnerFilter{HeartbeatBefore: at(20)}, []string{"lnch_d", "lnch_c"}},
-			{"online with old heartbeat", orchestrator.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}, HeartbeatBefore: at(20)}, []string{"lnch_d"}},
+			{"all", store.RunnerFilter{}, []string{"lnch_d", "lnch_c", "lnch_b", "lnch_a"}},
+			{"online", store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}}, []string{"lnch_d", "lnch_a"}},
+			{"online or stale", store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline, orchestrator.RunnerStale}}, []string{"lnch_d", "lnch_c", "lnch_a"}},
+			{"heartbeat before 20ms", store.RunnerFilter{HeartbeatBefore: at(20)}, []string{"lnch_d", "lnch_c"}},
+			{"online with old heartbeat", store.RunnerFilter{Statuses: []orchestrator.RunnerStatus{orchestrator.RunnerOnline}, HeartbeatBefore: at(20)}, []string{"lnch_d"}},
 		} {
 			got, err := s.ListRunners(ctx(t), tc.f)
 			must(t, "ListRunners "+tc.name, err)
@@ -160,7 +161,7 @@ func testRunners(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 		// A transaction that fails leaves the hash as it was.
 		boom := errors.New("boom")
-		err = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err = s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			if err := tx.SetRunnerSecretHash(ctx, "lnch_a", h2[:]); err != nil {
 				return err
 			}

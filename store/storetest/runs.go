@@ -4,9 +4,10 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testRuns(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("CreateGet", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -110,17 +111,17 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			t.Fatalf("run_p1 not parked after SetRunsParked")
 		}
 		// A parked run is never claimed, even though it is the oldest.
-		got, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(10)})
+		got, err := claimOne(ctx(t), s, store.ClaimParams{Runner: runner, Now: at(10)})
 		must(t, "claim", err)
 		if got.ID != "run_p2" {
 			t.Fatalf("claimed %s, want run_p2 (run_p1 is parked)", got.ID)
 		}
-		_, err = claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(11)})
+		_, err = claimOne(ctx(t), s, store.ClaimParams{Runner: runner, Now: at(11)})
 		wantErr(t, "claim with only a parked run left", err, orchestrator.ErrNotFound)
 		if n, err := s.SetRunsParked(ctx(t), []string{"run_p1"}, false); err != nil || n != 1 {
 			t.Fatalf("unpark = %d, %v; want 1", n, err)
 		}
-		got, err = claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: runner, Now: at(12)})
+		got, err = claimOne(ctx(t), s, store.ClaimParams{Runner: runner, Now: at(12)})
 		must(t, "claim after unparking", err)
 		if got.ID != "run_p1" || got.Parked {
 			t.Fatalf("claimed %+v, want run_p1 unparked", got)
@@ -135,27 +136,27 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		must(t, "CreateRun", s.CreateRun(ctx(t), r))
 
 		_, err := s.UpdateRun(ctx(t), "run_a", []orchestrator.RunStatus{orchestrator.RunClaimed}, "lnch_b",
-			orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning)})
+			store.RunUpdate{Status: ptr(orchestrator.RunRunning)})
 		wantErr(t, "UpdateRun by another runner", err, orchestrator.ErrConflict)
 		_, err = s.UpdateRun(ctx(t), "run_a", []orchestrator.RunStatus{orchestrator.RunPending}, "lnch_a",
-			orchestrator.RunUpdate{Status: ptr(orchestrator.RunClaimed)})
+			store.RunUpdate{Status: ptr(orchestrator.RunClaimed)})
 		wantErr(t, "UpdateRun from the wrong status", err, orchestrator.ErrConflict)
 		_, err = s.UpdateRun(ctx(t), "run_missing", []orchestrator.RunStatus{orchestrator.RunClaimed}, "lnch_a",
-			orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning)})
+			store.RunUpdate{Status: ptr(orchestrator.RunRunning)})
 		wantErr(t, "UpdateRun missing", err, orchestrator.ErrNotFound)
-		_, err = s.UpdateRun(ctx(t), "run_missing", nil, "", orchestrator.RunUpdate{})
+		_, err = s.UpdateRun(ctx(t), "run_missing", nil, "", store.RunUpdate{})
 		wantErr(t, "UpdateRun missing, unguarded", err, orchestrator.ErrNotFound)
 		if got, _ := s.GetRun(ctx(t), "run_a"); got.Status != orchestrator.RunClaimed {
 			t.Fatalf("a refused update changed the status to %s", got.Status)
 		}
 
 		got, err := s.UpdateRun(ctx(t), "run_a", runStatusesBefore(orchestrator.RunRunning), "lnch_a",
-			orchestrator.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(at(1))})
+			store.RunUpdate{Status: ptr(orchestrator.RunRunning), StartedAt: ptr(at(1))})
 		must(t, "UpdateRun claimed→running", err)
 		r.Status, r.StartedAt = orchestrator.RunRunning, ptr(at(1))
 		equal(t, "UpdateRun claimed→running", got, r)
 
-		got, err = s.UpdateRun(ctx(t), "run_a", nil, "", orchestrator.RunUpdate{StopRequestedAt: ptr(at(2))})
+		got, err = s.UpdateRun(ctx(t), "run_a", nil, "", store.RunUpdate{StopRequestedAt: ptr(at(2))})
 		must(t, "UpdateRun stop request, unguarded", err)
 		r.StopRequestedAt = ptr(at(2))
 		equal(t, "UpdateRun stop request", got, r)
@@ -163,7 +164,7 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		usage := &orchestrator.Usage{InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421,
 			Models: map[string]*orchestrator.ModelUsage{"claude-sonnet-4-5": {InputTokens: 12, OutputTokens: 345, CacheReadInputTokens: 6789, CacheCreationInputTokens: 1011, CostUSD: 0.0421}}}
 		got, err = s.UpdateRun(ctx(t), "run_a", runStatusesBefore(orchestrator.RunFailed), "lnch_a",
-			orchestrator.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z"), Usage: usage})
+			store.RunUpdate{Status: ptr(orchestrator.RunFailed), Error: ptr("lost"), EndedAt: ptr(at(3)), RunnerID: ptr("lnch_z"), Usage: usage})
 		must(t, "UpdateRun running→failed", err)
 		r.Status, r.Error, r.EndedAt, r.RunnerID, r.Usage = orchestrator.RunFailed, "lost", ptr(at(3)), "lnch_z", usage
 		equal(t, "UpdateRun running→failed", got, r)
@@ -171,9 +172,9 @@ func testRuns(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		equal(t, "stored after UpdateRun", stored, r)
 
 		// An empty update still checks the guard.
-		_, err = s.UpdateRun(ctx(t), "run_a", []orchestrator.RunStatus{orchestrator.RunRunning}, "", orchestrator.RunUpdate{})
+		_, err = s.UpdateRun(ctx(t), "run_a", []orchestrator.RunStatus{orchestrator.RunRunning}, "", store.RunUpdate{})
 		wantErr(t, "empty UpdateRun from the wrong status", err, orchestrator.ErrConflict)
-		got, err = s.UpdateRun(ctx(t), "run_a", []orchestrator.RunStatus{orchestrator.RunFailed}, "lnch_z", orchestrator.RunUpdate{})
+		got, err = s.UpdateRun(ctx(t), "run_a", []orchestrator.RunStatus{orchestrator.RunFailed}, "lnch_z", store.RunUpdate{})
 		must(t, "empty UpdateRun", err)
 		equal(t, "empty UpdateRun", got, r)
 	})

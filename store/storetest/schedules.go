@@ -8,6 +8,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 func newSchedule(id, agent string, next time.Time) *orchestrator.Schedule {
@@ -32,7 +33,7 @@ func scheduleIDs(ss []*orchestrator.Schedule) []string {
 	return out
 }
 
-func testSchedules(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testSchedules(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
@@ -150,12 +151,12 @@ func (c *clock) Add(d time.Duration) {
 // firingFixture is a store with an AI agent and coordinators on it that share one clock, stopped at a
 // whole minute.
 type firingFixture struct {
-	st     orchestrator.Store
+	st     store.Store
 	clock  *clock
 	coords []*coordinator.Coordinator
 }
 
-func newFiringFixture(t *testing.T, newStore func(*testing.T) orchestrator.Store, coordinators int) *firingFixture {
+func newFiringFixture(t *testing.T, newStore func(*testing.T) store.Store, coordinators int) *firingFixture {
 	st := newStore(t)
 	must(t, "CreateAgent", st.CreateAgent(ctx(t), newAgent("crawler", orchestrator.AgentTypeAgent, "")))
 	fx := &firingFixture{st: st, clock: &clock{now: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)}}
@@ -220,13 +221,13 @@ func (fx *firingFixture) create(t *testing.T, p orchestrator.ScheduleParams) *or
 // endSession completes a session as its runner would have.
 func (fx *firingFixture) endSession(t *testing.T, id string) {
 	t.Helper()
-	_, err := fx.st.UpdateSession(ctx(t), id, nil, orchestrator.SessionUpdate{
+	_, err := fx.st.UpdateSession(ctx(t), id, nil, store.SessionUpdate{
 		Status: ptr(orchestrator.SessionCompleted), EndedAt: ptr(fx.clock.Now()), UpdatedAt: fx.clock.Now(),
 	})
 	must(t, "end session", err)
 }
 
-func testScheduleFiring(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testScheduleFiring(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("OneFiringPerTickWithTwoCoordinators", func(t *testing.T) {
 		t.Parallel()
 		fx := newFiringFixture(t, newStore, 2)

@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testSessions(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("CreateGet", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -69,7 +70,7 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		}
 
 		// In a transaction it is part of it.
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			if err := tx.CreateSessionWithRun(ctx, newSession("ses_tx", base), newRun("run_tx", "ses_tx", base)); err != nil {
 				return err
 			}
@@ -92,7 +93,7 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		pending := []orchestrator.SessionStatus{orchestrator.SessionPending}
 
 		res := &orchestrator.Result{ResultType: "agent", ResultText: "done", ExitCode: ptr(0)}
-		got, err := s.UpdateSession(ctx(t), "ses_a", pending, orchestrator.SessionUpdate{
+		got, err := s.UpdateSession(ctx(t), "ses_a", pending, store.SessionUpdate{
 			Status: ptr(orchestrator.SessionCompleted), RunnerID: ptr("lnch_a"), CurrentRunID: ptr("run_1"),
 			ExecutorSessionID: ptr("exec_1"), Result: res, Error: ptr("none"), EndedAt: ptr(at(5)), UpdatedAt: at(5),
 		})
@@ -104,24 +105,24 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		stored, _ := s.GetSession(ctx(t), "ses_a")
 		equal(t, "stored after UpdateSession", stored, want)
 
-		_, err = s.UpdateSession(ctx(t), "ses_a", pending, orchestrator.SessionUpdate{Status: ptr(orchestrator.SessionRunning), UpdatedAt: at(6)})
+		_, err = s.UpdateSession(ctx(t), "ses_a", pending, store.SessionUpdate{Status: ptr(orchestrator.SessionRunning), UpdatedAt: at(6)})
 		wantErr(t, "UpdateSession from the wrong status", err, orchestrator.ErrConflict)
 		if stored, _ := s.GetSession(ctx(t), "ses_a"); !stored.UpdatedAt.Equal(at(5)) {
 			t.Fatalf("a refused update changed UpdatedAt to %v", stored.UpdatedAt)
 		}
-		_, err = s.UpdateSession(ctx(t), "ses_missing", pending, orchestrator.SessionUpdate{Status: ptr(orchestrator.SessionRunning)})
+		_, err = s.UpdateSession(ctx(t), "ses_missing", pending, store.SessionUpdate{Status: ptr(orchestrator.SessionRunning)})
 		wantErr(t, "UpdateSession missing", err, orchestrator.ErrNotFound)
-		_, err = s.UpdateSession(ctx(t), "ses_missing", nil, orchestrator.SessionUpdate{Status: ptr(orchestrator.SessionRunning)})
+		_, err = s.UpdateSession(ctx(t), "ses_missing", nil, store.SessionUpdate{Status: ptr(orchestrator.SessionRunning)})
 		wantErr(t, "UpdateSession missing, any status", err, orchestrator.ErrNotFound)
 
 		// A resume: back to pending, the end time cleared, the result kept; then cleared.
-		got, err = s.UpdateSession(ctx(t), "ses_a", sessionStatusesBefore(orchestrator.SessionPending), orchestrator.SessionUpdate{
+		got, err = s.UpdateSession(ctx(t), "ses_a", sessionStatusesBefore(orchestrator.SessionPending), store.SessionUpdate{
 			Status: ptr(orchestrator.SessionPending), ClearEndedAt: true, UpdatedAt: at(7),
 		})
 		must(t, "UpdateSession resume", err)
 		want.Status, want.EndedAt, want.UpdatedAt = orchestrator.SessionPending, nil, at(7)
 		equal(t, "UpdateSession resume", got, want)
-		got, err = s.UpdateSession(ctx(t), "ses_a", nil, orchestrator.SessionUpdate{ClearResult: true, UpdatedAt: at(8)})
+		got, err = s.UpdateSession(ctx(t), "ses_a", nil, store.SessionUpdate{ClearResult: true, UpdatedAt: at(8)})
 		must(t, "UpdateSession clear result, any status", err)
 		want.Result, want.UpdatedAt = nil, at(8)
 		equal(t, "UpdateSession clear result", got, want)
@@ -241,7 +242,7 @@ func testSessions(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		if ev, err := s.ListEvents(ctx(t), "ses_a", 0, 0); err != nil || len(ev) != 0 {
 			t.Fatalf("ListEvents of a deleted session = %d events, %v; want none", len(ev), err)
 		}
-		cbs, err := s.ListCallbacks(ctx(t), orchestrator.CallbackFilter{})
+		cbs, err := s.ListCallbacks(ctx(t), store.CallbackFilter{})
 		must(t, "ListCallbacks", err)
 		equal(t, "callbacks left", callbackIDs(cbs), []string{"cb_3"})
 		// The other session keeps everything.

@@ -1,12 +1,12 @@
-// Package storetest is the conformance suite for [orchestrator.Store] implementations. Every
+// Package storetest is the conformance suite for [store.Store] implementations. Every
 // implementation runs it unchanged:
 //
 //	func TestStore(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) orchestrator.Store { return newMyStore(t) })
+//		storetest.Run(t, func(t *testing.T) store.Store { return newMyStore(t) })
 //	}
 //
 //	func BenchmarkStore(b *testing.B) {
-//		storetest.Bench(b, func(tb testing.TB) orchestrator.Store { return newMyStore(tb) })
+//		storetest.Bench(b, func(tb testing.TB) store.Store { return newMyStore(tb) })
 //	}
 //
 // newStore must return a fresh, empty store isolated from every other store it returns (subtests run in
@@ -33,14 +33,15 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // Run runs the conformance suite against the stores newStore returns.
-func Run(t *testing.T, newStore func(t *testing.T) orchestrator.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	suites := []struct {
 		name string
-		fn   func(*testing.T, func(*testing.T) orchestrator.Store)
+		fn   func(*testing.T, func(*testing.T) store.Store)
 	}{
 		{"Runners", testRunners},
 		{"Agents", testAgents},
@@ -170,7 +171,7 @@ func newRun(id, sessionID string, created time.Time) *orchestrator.Run {
 	}
 }
 
-func newAgent(name string, typ orchestrator.AgentType, runnerID string, tags ...string) *orchestrator.Agent {
+func newAgent(name string, typ orchestrator.AgentType, runnerID string, tags ...string) *store.Agent {
 	bp := &orchestrator.Blueprint{
 		Name:             name,
 		Type:             typ,
@@ -186,7 +187,7 @@ func newAgent(name string, typ orchestrator.AgentType, runnerID string, tags ...
 		bp.SystemPrompt = "You are " + name
 		bp.ExecutorConfig = map[string]any{"model": "sonnet"}
 	}
-	return &orchestrator.Agent{Name: name, Blueprint: bp, RunnerID: runnerID, CreatedAt: base, UpdatedAt: base}
+	return &store.Agent{Name: name, Blueprint: bp, RunnerID: runnerID, CreatedAt: base, UpdatedAt: base}
 }
 
 // ids returns the ids of runs, sessions or callbacks, for comparing lists.
@@ -214,7 +215,7 @@ func runnerIDs(rs []*orchestrator.RunnerInfo) []string {
 	return out
 }
 
-func agentNames(as []*orchestrator.Agent) []string {
+func agentNames(as []*store.Agent) []string {
 	out := []string{}
 	for _, a := range as {
 		out = append(out, a.Name)

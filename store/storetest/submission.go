@@ -11,11 +11,12 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // testSubmission covers submission control: priorities, delayed runs, concurrency limits and idempotency
 // keys.
-func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testSubmission(t *testing.T, newStore func(*testing.T) store.Store) {
 	runner := newRunner("lnch_a")
 	runner.Tags = nil
 	openRun := func(id string, created time.Time) *orchestrator.Run {
@@ -23,9 +24,9 @@ func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) 
 		r.Demands = orchestrator.Demands{}
 		return r
 	}
-	claimAll := func(t *testing.T, s orchestrator.Store, now time.Time, max int) []string {
+	claimAll := func(t *testing.T, s store.Store, now time.Time, max int) []string {
 		t.Helper()
-		rs, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: now, Max: max})
+		rs, err := s.ClaimRuns(ctx(t), store.ClaimParams{Runner: runner, Now: now, Max: max})
 		must(t, "ClaimRuns", err)
 		return runIDsOrNil(rs)
 	}
@@ -114,7 +115,7 @@ func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) 
 			t.Fatalf("claim with every limit full took %v", ids)
 		}
 		for _, id := range []string{"run_l0", "run_k0"} {
-			_, err := s.UpdateRun(ctx(t), id, nil, "", orchestrator.RunUpdate{Status: ptr(orchestrator.RunCompleted), EndedAt: ptr(at(102))})
+			_, err := s.UpdateRun(ctx(t), id, nil, "", store.RunUpdate{Status: ptr(orchestrator.RunCompleted), EndedAt: ptr(at(102))})
 			must(t, "UpdateRun", err)
 		}
 		if ids := claimAll(t, s, at(103), 10); !equal2(ids, []string{"run_l1", "run_k1"}) {
@@ -149,13 +150,13 @@ func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) 
 				se.Demands = orchestrator.Demands{}
 				r := openRun(fmt.Sprintf("run_%d", i), at(i))
 				r.SessionID = se.ID
-				k := &orchestrator.IdempotencyKey{Key: "key-1", RequestHash: "h", RunID: r.ID, SessionID: se.ID, CreatedAt: at(i)}
+				k := &store.IdempotencyKey{Key: "key-1", RequestHash: "h", RunID: r.ID, SessionID: se.ID, CreatedAt: at(i)}
 				var err error
 				if i%2 == 0 {
 					err = s.CreateSessionWithRunOnce(ctx(t), se, r, k)
 				} else {
 					// The same through a transaction, as a resume records its key.
-					err = s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+					err = s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 						if err := tx.CreateIdempotencyKey(ctx, k); err != nil {
 							return err
 						}
@@ -211,7 +212,7 @@ func testSubmission(t *testing.T, newStore func(*testing.T) orchestrator.Store) 
 // at once. A recorder adds each run when its claim returns and removes it before its completion is
 // written, so its count of runs in progress never exceeds the store's: it checks the limits at every
 // change. Every run is claimed exactly once in the end.
-func testLimitsConcurrent(t *testing.T, s orchestrator.Store) {
+func testLimitsConcurrent(t *testing.T, s store.Store) {
 	t.Parallel()
 	const (
 		workers    = 8
@@ -220,7 +221,7 @@ func testLimitsConcurrent(t *testing.T, s orchestrator.Store) {
 	)
 	total := max(40, concurrencyScale(400))
 	keys := []string{"cust-a", "cust-b", "cust-c"}
-	err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+	err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 		for i := range total {
 			r := newRun(fmt.Sprintf("run_%05d", i), "ses_a", at(i))
 			r.Demands = orchestrator.Demands{}
@@ -252,7 +253,7 @@ func testLimitsConcurrent(t *testing.T, s orchestrator.Store) {
 		runner.Tags = nil
 		wg.Go(func() {
 			for int(done.Load()) < total {
-				rs, err := s.ClaimRuns(ctx(t), orchestrator.ClaimParams{Runner: runner, Now: utcNow(), Max: 1 + w%4})
+				rs, err := s.ClaimRuns(ctx(t), store.ClaimParams{Runner: runner, Now: utcNow(), Max: 1 + w%4})
 				if err != nil {
 					errs <- err
 					return
@@ -290,12 +291,12 @@ func testLimitsConcurrent(t *testing.T, s orchestrator.Store) {
 					}
 					mu.Unlock()
 					status := orchestrator.RunRunning
-					if _, err := s.UpdateRun(ctx(t), r.ID, []orchestrator.RunStatus{orchestrator.RunClaimed}, runner.ID, orchestrator.RunUpdate{Status: &status}); err != nil {
+					if _, err := s.UpdateRun(ctx(t), r.ID, []orchestrator.RunStatus{orchestrator.RunClaimed}, runner.ID, store.RunUpdate{Status: &status}); err != nil {
 						errs <- err
 						return
 					}
 					status = orchestrator.RunCompleted
-					if _, err := s.UpdateRun(ctx(t), r.ID, []orchestrator.RunStatus{orchestrator.RunRunning}, runner.ID, orchestrator.RunUpdate{Status: &status, EndedAt: ptr(utcNow())}); err != nil {
+					if _, err := s.UpdateRun(ctx(t), r.ID, []orchestrator.RunStatus{orchestrator.RunRunning}, runner.ID, store.RunUpdate{Status: &status, EndedAt: ptr(utcNow())}); err != nil {
 						errs <- err
 						return
 					}

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // testTimes checks that times round-trip exactly at microsecond precision and come back in UTC, whatever
 // zone they went in with.
-func testTimes(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testTimes(t *testing.T, newStore func(*testing.T) store.Store) {
 	s := newStore(t)
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 	local := time.Now().In(zone).Truncate(time.Microsecond)
@@ -36,7 +37,7 @@ func testTimes(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 	r := newRun("run_a", "ses_a", local)
 	r.StopRequestedAt = ptr(old)
 	must(t, "CreateRun", s.CreateRun(ctx(t), r))
-	claimed, err := claimOne(ctx(t), s, orchestrator.ClaimParams{Runner: newRunner("lnch_a"), Now: local.Add(time.Microsecond)})
+	claimed, err := claimOne(ctx(t), s, store.ClaimParams{Runner: newRunner("lnch_a"), Now: local.Add(time.Microsecond)})
 	must(t, "claim", err)
 	if !claimed.CreatedAt.Equal(local) || claimed.CreatedAt.Location() != time.UTC ||
 		!claimed.StopRequestedAt.Equal(old) || !claimed.ClaimedAt.Equal(local.Add(time.Microsecond)) {

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testTx(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testTx(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("Commit", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			if err := tx.CreateSession(ctx, newSession("ses_a", base)); err != nil {
 				return err
 			}
@@ -27,7 +28,7 @@ func testTx(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			if err := tx.AppendEvents(ctx, "ses_a", []*orchestrator.Event{&e}); err != nil {
 				return err
 			}
-			_, err := tx.UpdateSession(ctx, "ses_a", nil, orchestrator.SessionUpdate{Status: ptr(orchestrator.SessionRunning)})
+			_, err := tx.UpdateSession(ctx, "ses_a", nil, store.SessionUpdate{Status: ptr(orchestrator.SessionRunning)})
 			return err
 		})
 		must(t, "InTx", err)
@@ -45,7 +46,7 @@ func testTx(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		s := newStore(t)
 		must(t, "CreateSession", s.CreateSession(ctx(t), newSession("ses_a", base)))
 		boom := errors.New("boom")
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			if err := tx.CreateSession(ctx, newSession("ses_b", base)); err != nil {
 				return err
 			}
@@ -54,7 +55,7 @@ func testTx(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 			if err := tx.CreateRun(ctx, tagged); err != nil {
 				return err
 			}
-			if _, err := tx.UpdateSession(ctx, "ses_a", nil, orchestrator.SessionUpdate{Status: ptr(orchestrator.SessionFailed)}); err != nil {
+			if _, err := tx.UpdateSession(ctx, "ses_a", nil, store.SessionUpdate{Status: ptr(orchestrator.SessionFailed)}); err != nil {
 				return err
 			}
 			e := orchestrator.NewEvent("progress", nil)
@@ -86,8 +87,8 @@ func testTx(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		t.Parallel()
 		s := newStore(t)
 		boom := errors.New("boom")
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
-			err := tx.InTx(ctx, func(ctx context.Context, inner orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
+			err := tx.InTx(ctx, func(ctx context.Context, inner store.Store) error {
 				return inner.CreateSession(ctx, newSession("ses_inner", base))
 			})
 			if err != nil {
@@ -109,7 +110,7 @@ func testTx(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		s := newStore(t)
 		must(t, "CreateSession", s.CreateSession(ctx(t), newSession("ses_a", base)))
 		// Store errors inside a transaction keep their sentinels.
-		err := s.InTx(ctx(t), func(ctx context.Context, tx orchestrator.Store) error {
+		err := s.InTx(ctx(t), func(ctx context.Context, tx store.Store) error {
 			if _, err := tx.GetRun(ctx, "run_missing"); !errors.Is(err, orchestrator.ErrNotFound) {
 				t.Errorf("GetRun missing in a tx: %v, want ErrNotFound", err)
 			}

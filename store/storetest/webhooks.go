@@ -6,21 +6,22 @@ import (
 	"testing"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
-func testWebhooks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
+func testWebhooks(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Run("CreateClaimUpdate", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		whs := []*orchestrator.Webhook{
+		whs := []*store.Webhook{
 			{ID: "wh_1", URL: "https://a.example/hook", SessionID: "ses_1", RunID: "run_1", Payload: json.RawMessage(`{"n":1}`),
-				Status: orchestrator.WebhookPending, NextAttemptAt: at(10), CreatedAt: at(1)},
+				Status: store.WebhookPending, NextAttemptAt: at(10), CreatedAt: at(1)},
 			{ID: "wh_2", URL: "https://b.example/hook", SessionID: "ses_2", RunID: "run_2", Payload: json.RawMessage(`{"n":2}`),
-				Status: orchestrator.WebhookPending, NextAttemptAt: at(5), CreatedAt: at(2)},
+				Status: store.WebhookPending, NextAttemptAt: at(5), CreatedAt: at(2)},
 			{ID: "wh_3", URL: "https://c.example/hook", SessionID: "ses_3", RunID: "run_3", Payload: json.RawMessage(`{"n":3}`),
-				Status: orchestrator.WebhookPending, NextAttemptAt: at(50), CreatedAt: at(3)},
+				Status: store.WebhookPending, NextAttemptAt: at(50), CreatedAt: at(3)},
 			{ID: "wh_4", URL: "https://d.example/hook", SessionID: "ses_4", RunID: "run_4", Payload: json.RawMessage(`{}`),
-				Status: orchestrator.WebhookDelivered, Attempts: 1, NextAttemptAt: at(1), CreatedAt: at(4), DeliveredAt: ptr(at(4))},
+				Status: store.WebhookDelivered, Attempts: 1, NextAttemptAt: at(1), CreatedAt: at(4), DeliveredAt: ptr(at(4))},
 		}
 		for _, w := range whs {
 			must(t, "CreateWebhook "+w.ID, s.CreateWebhook(ctx(t), w))
@@ -33,7 +34,7 @@ func testWebhooks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		if len(got) != 2 {
 			t.Fatalf("ClaimWebhooks at 20 = %d webhooks, want 2 (wh_2, wh_1)", len(got))
 		}
-		byID := map[string]*orchestrator.Webhook{}
+		byID := map[string]*store.Webhook{}
 		for _, w := range got {
 			byID[w.ID] = w
 			if !w.NextAttemptAt.Equal(at(1000)) {
@@ -54,9 +55,9 @@ func testWebhooks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		w1.Attempts, w1.NextAttemptAt, w1.LastError = 1, at(40), "503 Service Unavailable"
 		must(t, "UpdateWebhook wh_1", s.UpdateWebhook(ctx(t), w1))
 		w2 := byID["wh_2"]
-		w2.Attempts, w2.Status, w2.DeliveredAt = 1, orchestrator.WebhookDelivered, ptr(at(21))
+		w2.Attempts, w2.Status, w2.DeliveredAt = 1, store.WebhookDelivered, ptr(at(21))
 		must(t, "UpdateWebhook wh_2", s.UpdateWebhook(ctx(t), w2))
-		wantErr(t, "UpdateWebhook missing", s.UpdateWebhook(ctx(t), &orchestrator.Webhook{ID: "wh_missing", Status: orchestrator.WebhookFailed}), orchestrator.ErrNotFound)
+		wantErr(t, "UpdateWebhook missing", s.UpdateWebhook(ctx(t), &store.Webhook{ID: "wh_missing", Status: store.WebhookFailed}), orchestrator.ErrNotFound)
 
 		got, err = s.ClaimWebhooks(ctx(t), at(60), at(3000), 1)
 		must(t, "ClaimWebhooks at 60", err)
@@ -70,9 +71,9 @@ func testWebhooks(t *testing.T, newStore func(*testing.T) orchestrator.Store) {
 		s := newStore(t)
 		const n = 60
 		for i := range n {
-			must(t, "CreateWebhook", s.CreateWebhook(ctx(t), &orchestrator.Webhook{
+			must(t, "CreateWebhook", s.CreateWebhook(ctx(t), &store.Webhook{
 				ID: "wh_" + string(rune('A'+i/26)) + string(rune('a'+i%26)), URL: "https://x.example", SessionID: "ses", RunID: "run",
-				Payload: json.RawMessage(`{}`), Status: orchestrator.WebhookPending, NextAttemptAt: at(i), CreatedAt: at(i)}))
+				Payload: json.RawMessage(`{}`), Status: store.WebhookPending, NextAttemptAt: at(i), CreatedAt: at(i)}))
 		}
 		var (
 			mu   sync.Mutex

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"time"
+
+	"github.com/agentorchestrator/orchestrator"
+)
+
+// RunnerFilter selects runners. Zero fields select everything.
+type RunnerFilter struct {
+	Statuses []orchestrator.RunnerStatus
+	// HeartbeatBefore selects runners whose last heartbeat is older than it.
+	HeartbeatBefore time.Time
+}
+
+// AgentFilter selects agents. Zero fields select everything.
+type AgentFilter struct {
+	Type orchestrator.AgentType
+	// Tags: the agent must carry all of them.
+	Tags []string
+	// RunnerID: agents owned by this runner.
+	RunnerID string
+}
+
+// CallbackFilter selects callbacks.
+type CallbackFilter struct {
+	ParentSessionID string
+	ChildSessionID  string
+	// Pending selects only callbacks not yet delivered.
+	Pending bool
+}
+
+// ClaimParams describes the claiming runner; the store matches it against each pending run's demands and
+// agent type exactly as [orchestrator.Demands.Matches] does.
+type ClaimParams struct {
+	Runner *orchestrator.RunnerInfo
+	Now    time.Time
+	// Max is the most runs one claim takes (a runner asks for as many as it has free slots); 0 means 1.
+	Max int
+}
+
+// SessionUpdate lists the session fields to change; nil fields are left alone.
+type SessionUpdate struct {
+	Status            *orchestrator.SessionStatus
+	RunnerID          *string
+	CurrentRunID      *string
+	ExecutorSessionID *string
+	Result            *orchestrator.Result
+	// ClearResult removes the result (Result must be nil).
+	ClearResult bool
+	Error       *string
+	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
+	EndedAt      *time.Time
+	ClearEndedAt bool
+	UpdatedAt    time.Time
+	// AppendEvents are appended to the session by the same update, exactly as [Store.AppendEvents]
+	// appends them (each gets the next sequence number, written back, and the returned session's
+	// LastEventSeq counts them), and only when the guard lets the update through. A run's end changes the
+	// session and records its result and run_ended events: one statement fewer than doing both apart.
+	AppendEvents []*orchestrator.Event
+}
+
+// RunUpdate lists the run fields to change; nil fields are left alone.
+type RunUpdate struct {
+	Status          *orchestrator.RunStatus
+	RunnerID        *string
+	Error           *string
+	StopRequestedAt *time.Time
+	StartedAt       *time.Time
+	EndedAt         *time.Time
+	// Usage records the run's usage (nil leaves it).
+	Usage *orchestrator.Usage
+}
