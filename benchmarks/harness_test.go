@@ -17,7 +17,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
-	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )

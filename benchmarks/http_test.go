@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
-	"github.com/agentorchestrator/orchestrator/internal/endcount"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/endcount"
 )
 
 // BenchmarkBinTrue runs /bin/true as a deterministic agent end to end over HTTP — clients POST /runs
@@ -56,7 +56,7 @@ func BenchmarkBinTrue(b *testing.B) {
 		rawCPU, _ = cpu.report(b)
 	})
 	// Ends are counted as e2e/scaleout's benchmarks and the River comparison count them, through the
-	// coordinator's Metrics hook once committed (see internal/endcount): the raw spawner reads nothing back
+	// coordinator's Metrics hook once committed (see internal/testkit/endcount): the raw spawner reads nothing back
 	// either. orchestrator-read-back waits for every session over HTTP instead, a GET per run, as this
 	// benchmark did until 2026-11-26.
 	for _, readBack := range []bool{false, true} {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
-	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/callbackcase"
 	"github.com/agentorchestrator/orchestrator/store"
 )
 

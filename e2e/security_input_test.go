@@ -19,7 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/webhook"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 	"github.com/agentorchestrator/orchestrator/store"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"

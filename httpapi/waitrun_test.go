@@ -9,7 +9,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
-	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/callbackcase"
 )
 
 // callbackEnv serves an in-process coordinator over HTTP and plays the callback case on it; the case's

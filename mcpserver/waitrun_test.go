@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentorchestrator/orchestrator"
-	"github.com/agentorchestrator/orchestrator/internal/callbackcase"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/callbackcase"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
 

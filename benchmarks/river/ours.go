@@ -12,7 +12,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/deterministic"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
-	"github.com/agentorchestrator/orchestrator/internal/endcount"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/endcount"
 	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
 	"github.com/agentorchestrator/orchestrator/httpapi"
-	"github.com/agentorchestrator/orchestrator/internal/endcount"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/endcount"
 	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"

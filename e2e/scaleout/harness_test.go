@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 )
 
 // postgresEnv names the PostgreSQL server the tests use.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
-	"github.com/agentorchestrator/orchestrator/internal/endcount"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/endcount"
 	"github.com/agentorchestrator/orchestrator/prommetrics"
 )
 

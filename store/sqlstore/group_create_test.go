@@ -11,7 +11,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
-	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 	"github.com/agentorchestrator/orchestrator/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentorchestrator/orchestrator/internal/pgtest"
+	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 	"github.com/agentorchestrator/orchestrator/store"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"

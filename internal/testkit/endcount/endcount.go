@@ -9,13 +9,22 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
-	"github.com/agentorchestrator/orchestrator/coordinator"
 )
 
-// Counter is a [coordinator.Metrics] that counts run ends, and passes every observation on to Inner
-// when it is set.
+// Metrics is the coordinator's metrics hook (coordinator.Metrics), declared here by its methods so that
+// a kit that measures the coordinator does not import it; a test checks that the two stay the same.
+type Metrics interface {
+	RunCreated(agent string)
+	RunClaimed(agent string, latency time.Duration)
+	RunEnded(agent string, outcome orchestrator.RunStatus, duration time.Duration)
+	WebhookDelivery(outcome string)
+	Callback(outcome string)
+	StoreTx(op string, d time.Duration)
+}
+
+// Counter is a [Metrics] that counts run ends, and passes every observation on to Inner when it is set.
 type Counter struct {
-	Inner coordinator.Metrics
+	Inner Metrics
 
 	mu      sync.Mutex
 	n, want int
