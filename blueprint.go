@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/cmdline"
 	"github.com/agentorchestrator/orchestrator/internal/tags"
 )
 
@@ -39,8 +40,11 @@ type Blueprint struct {
 	// run on the runner that announced them).
 	Demands *Demands `json:"demands,omitempty"`
 
-	// Command is the program a deterministic agent runs, split into words like a shell would (quotes are
-	// honoured) but never run through a shell.
+	// Command is the program a deterministic agent runs, split into words the way a POSIX shell would,
+	// without being one: blanks separate words; single quotes keep everything literally; double quotes
+	// keep everything but a backslash before ", \, $ or `; a backslash outside quotes escapes the next
+	// character. Nothing is expanded ($VAR, globs, ~) and operators (; | & > <) are ordinary characters:
+	// the words go straight to exec, so a command can never do more than run its own program.
 	Command string `json:"command,omitempty"`
 	// Env is added to the deterministic command's environment. It is the operator's: any name may be set.
 	Env map[string]string `json:"env,omitempty"`
@@ -68,18 +72,21 @@ type Blueprint struct {
 
 	// MaxConcurrent, when positive, bounds the agent's runs claimed or running at once across all runners
 	// (an agent that calls a rate-limited API, or needs a licence). Runs over it stay pending and are
-	// claimed in order as slots free. It applies to runs created while it is set.
+	// claimed in order as slots free. It applies to runs created while it is set. At most 10000.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
 	// MaxConcurrentPerKey bounds the agent's runs at once that carry the same concurrency key
-	// ([StartRunParams].ConcurrencyKey); zero means 1.
+	// ([StartRunParams].ConcurrencyKey); zero means 1. At most 10000.
 	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
 }
 
-// MaxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
-const MaxConcurrency = 10000
+// maxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
+const maxConcurrency = 10000
 
 // ImplicitPromptSchema is the parameters schema of an AI agent that declares none: a non-empty prompt.
-var ImplicitPromptSchema = json.RawMessage(`{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`)
+const ImplicitPromptSchema = `{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`
+
+// implicitPromptSchema is ImplicitPromptSchema as the schema fields hold it, made once.
+var implicitPromptSchema = json.RawMessage(ImplicitPromptSchema)
 
 // EffectiveParametersSchema returns the schema parameters are validated against: the declared one, or the
 // implicit prompt schema for AI agents. It is nil for a deterministic agent that declares none (any object).
@@ -88,7 +95,7 @@ func (b *Blueprint) EffectiveParametersSchema() json.RawMessage {
 		return b.ParametersSchema
 	}
 	if b.Type == AgentTypeAgent {
-		return ImplicitPromptSchema
+		return implicitPromptSchema
 	}
 	return nil
 }
@@ -134,15 +141,15 @@ func (b *Blueprint) Validate() error {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: unknown type %q", b.Name, b.Type)
 	}
 	if b.Command != "" {
-		if _, err := SplitCommand(b.Command); err != nil {
+		if _, err := cmdline.Split(b.Command); err != nil {
 			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: command: %v", b.Name, err)
 		}
 	}
 	if b.TimeoutSeconds < 0 || b.TimeoutSeconds > maxTimeoutSeconds {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: timeout_seconds must be between 0 and %d (7 days)", b.Name, maxTimeoutSeconds)
 	}
-	if b.MaxConcurrent < 0 || b.MaxConcurrent > MaxConcurrency || b.MaxConcurrentPerKey < 0 || b.MaxConcurrentPerKey > MaxConcurrency {
-		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: max_concurrent and max_concurrent_per_key must be between 0 and %d", b.Name, MaxConcurrency)
+	if b.MaxConcurrent < 0 || b.MaxConcurrent > maxConcurrency || b.MaxConcurrentPerKey < 0 || b.MaxConcurrentPerKey > maxConcurrency {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: max_concurrent and max_concurrent_per_key must be between 0 and %d", b.Name, maxConcurrency)
 	}
 	if b.OutputRetries != nil && (*b.OutputRetries < 0 || *b.OutputRetries > 10) {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: output_retries must be between 0 and 10", b.Name)
@@ -207,20 +214,12 @@ func ParseBlueprint(data []byte, defaultType AgentType) (*Blueprint, error) {
 }
 
 // LoadBlueprints reads every *.json file in dir (not recursively), in name order, and returns the
-// blueprints. Files without a "type" are deterministic. Every file is checked; the error names
-// each file that failed and why, so one run shows every mistake. Two files declaring the same name are an
-// error. A missing directory is an error; an empty one is not.
-func LoadBlueprints(dir string) ([]*Blueprint, error) {
-	return loadBlueprintDir(dir, AgentTypeDeterministic)
-}
-
-// LoadAgentBlueprints is [LoadBlueprints] for a coordinator's directory of AI agents: files without a
-// "type" are AI agents.
-func LoadAgentBlueprints(dir string) ([]*Blueprint, error) {
-	return loadBlueprintDir(dir, AgentTypeAgent)
-}
-
-func loadBlueprintDir(dir string, defaultType AgentType) ([]*Blueprint, error) {
+// blueprints. Files without a "type" get defaultType: [AgentTypeDeterministic] for a runner's directory,
+// [AgentTypeAgent] for a coordinator's directory of AI agents. A deterministic blueprint must have a
+// command. Every file is checked; the error names each file that failed and why, so one run shows every
+// mistake. Two files declaring the same name are an error. A missing directory is an error; an empty one
+// is not.
+func LoadBlueprints(dir string, defaultType AgentType) ([]*Blueprint, error) {
 	entries, err := os.ReadDir(dir) // sorted by name; not Glob, which would read [ * ? in dir as a pattern
 	if err != nil {
 		return nil, fmt.Errorf("blueprints directory: %w", err)

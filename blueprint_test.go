@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/cmdline"
 )
 
 // webCrawlerBlueprint is the web-crawler's blueprint file, as a runner finds it in its blueprints directory.
@@ -69,9 +71,9 @@ func TestParseBlueprintExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseBlueprint(echo-json): %v", err)
 	}
-	words, err := SplitCommand(b.Command)
+	words, err := cmdline.Split(b.Command)
 	if err != nil {
-		t.Fatalf("SplitCommand(%q): %v", b.Command, err)
+		t.Fatalf("cmdline.Split(%q): %v", b.Command, err)
 	}
 	want := []string{"python", "-c", "import sys, json; print(json.dumps(json.loads(sys.stdin.read())))"}
 	if !slices.Equal(words, want) {
@@ -174,7 +176,7 @@ func TestEffectiveParametersSchema(t *testing.T) {
 		b    Blueprint
 		want json.RawMessage
 	}{
-		{"AI agent without schema", Blueprint{Type: AgentTypeAgent}, ImplicitPromptSchema},
+		{"AI agent without schema", Blueprint{Type: AgentTypeAgent}, json.RawMessage(ImplicitPromptSchema)},
 		{"AI agent with schema", Blueprint{Type: AgentTypeAgent, ParametersSchema: declared}, declared},
 		{"deterministic with schema", Blueprint{Type: AgentTypeDeterministic, ParametersSchema: declared}, declared},
 		{"deterministic without schema", Blueprint{Type: AgentTypeDeterministic}, nil},
@@ -235,7 +237,7 @@ func TestLoadBlueprints(t *testing.T) {
 		"README.md":        "not a blueprint",
 		"notes.json.bak":   "{",
 	})
-	bs, err := LoadBlueprints(dir)
+	bs, err := LoadBlueprints(dir, AgentTypeDeterministic)
 	if err != nil {
 		t.Fatalf("LoadBlueprints: %v", err)
 	}
@@ -251,16 +253,16 @@ func TestLoadBlueprints(t *testing.T) {
 	// A coordinator's directory defaults to AI agents.
 	agentDir := t.TempDir()
 	writeFiles(t, agentDir, map[string]string{"r.json": `{"name":"researcher","description":"Research assistant"}`})
-	as, err := LoadAgentBlueprints(agentDir)
+	as, err := LoadBlueprints(agentDir, AgentTypeAgent)
 	if err != nil || len(as) != 1 || as[0].Type != AgentTypeAgent {
-		t.Errorf("LoadAgentBlueprints = %+v, %v; want one AI agent", as, err)
+		t.Errorf("LoadBlueprints(agent dir, AgentTypeAgent) = %+v, %v; want one AI agent", as, err)
 	}
 
 	// An empty directory is fine; a missing one is not.
-	if bs, err := LoadBlueprints(t.TempDir()); err != nil || len(bs) != 0 {
+	if bs, err := LoadBlueprints(t.TempDir(), AgentTypeDeterministic); err != nil || len(bs) != 0 {
 		t.Errorf("LoadBlueprints(empty dir) = %v, %v; want nothing, no error", bs, err)
 	}
-	if _, err := LoadBlueprints(filepath.Join(dir, "missing")); err == nil || !errors.Is(err, os.ErrNotExist) {
+	if _, err := LoadBlueprints(filepath.Join(dir, "missing"), AgentTypeDeterministic); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadBlueprints(missing dir) error = %v, want one wrapping os.ErrNotExist", err)
 	}
 }
@@ -276,7 +278,7 @@ func TestLoadBlueprintsErrors(t *testing.T) {
 		"schema.json":   `{"name":"s","command":"x","parameters_schema":{"required":"url"}}`,
 		"ok.json":       `{"name":"ok","command":"x"}`,
 	})
-	bs, err := LoadBlueprints(dir)
+	bs, err := LoadBlueprints(dir, AgentTypeDeterministic)
 	if err == nil {
 		t.Fatalf("LoadBlueprints = %v, want an error", bs)
 	}
@@ -341,7 +343,7 @@ func FuzzParseBlueprint(f *testing.F) {
 			t.Fatalf("ParseBlueprint(%q): CheckRunEnv accepts LD_PRELOAD", data)
 		}
 		if b.Command != "" {
-			if _, err := SplitCommand(b.Command); err != nil {
+			if _, err := cmdline.Split(b.Command); err != nil {
 				t.Fatalf("ParseBlueprint(%q) accepted command %q: %v", data, b.Command, err)
 			}
 		}

@@ -119,7 +119,7 @@ type AgentInfo struct {
 func (a *AgentInfo) Schemas() (parameters, output json.RawMessage) {
 	parameters, output = a.ParametersSchema, a.OutputSchema
 	if len(parameters) == 0 && a.Type == AgentTypeAgent {
-		parameters = ImplicitPromptSchema
+		parameters = implicitPromptSchema
 	}
 	if len(parameters) == 0 {
 		parameters = json.RawMessage("null")

@@ -20,13 +20,20 @@ type Limits struct {
 	MaxResultBytes int
 }
 
-// DefaultLimits are the limits used for zero fields of [Limits].
-var DefaultLimits = Limits{
-	MaxParametersBytes: 1 << 20,
-	MaxSchemaBytes:     256 << 10,
-	MaxEventBytes:      256 << 10,
-	MaxEventsPerAppend: 1000,
-	MaxEventsPage:      1000,
-	MaxBlueprints:      1000,
-	MaxResultBytes:     8 << 20,
+// WithDefaults returns l with each zero (or negative) field set to its default, the one its doc comment
+// names. Limits{}.WithDefaults() is the defaults themselves.
+func (l Limits) WithDefaults() Limits {
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&l.MaxParametersBytes, 1<<20)
+	set(&l.MaxSchemaBytes, 256<<10)
+	set(&l.MaxEventBytes, 256<<10)
+	set(&l.MaxEventsPerAppend, 1000)
+	set(&l.MaxEventsPage, 1000)
+	set(&l.MaxBlueprints, 1000)
+	set(&l.MaxResultBytes, 8<<20)
+	return l
 }

@@ -161,14 +161,3 @@ const (
 	// RunnerOffline: presumed dead; its blueprints are gone and its runs have failed. It must register again.
 	RunnerOffline RunnerStatus = "offline"
 )
-
-// ID prefixes, and the prefix of runner secrets.
-const (
-	SessionIDPrefix = "ses_"
-	RunIDPrefix     = "run_"
-	RunnerIDPrefix  = "lnch_"
-	CallbackPrefix  = "cb_"
-	// RunnerSecretPrefix starts every runner secret ([Registration].RunnerSecret), so that a secret that
-	// leaks into a log or a repository can be recognised (and found by secret scanners).
-	RunnerSecretPrefix = "aors_"
-)

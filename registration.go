@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // RunnerRegistration is what a runner tells the coordinator about itself when it registers.
@@ -40,7 +42,7 @@ type RunnerRegistration struct {
 // identity, and its runs' history stays attached to it.
 func (r *RunnerRegistration) RunnerID() string {
 	h := sha256.Sum256([]byte(r.Hostname + "\x00" + r.ProjectDir + "\x00" + r.ExecutorProfile))
-	return RunnerIDPrefix + hex.EncodeToString(h[:8])
+	return ids.Runner + hex.EncodeToString(h[:8])
 }
 
 // RunnerInfo is a registered runner as the coordinator records it.
@@ -71,7 +73,7 @@ type Registration struct {
 	// result's JSON encoding ([Limits].MaxResultBytes). The runner cuts a larger result to fit before it
 	// reports it (runner.Config.MaxResultBytes). Zero: not announced (an older coordinator).
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
-	// RunnerSecret is this runner's own credential: RunnerSecretPrefix and 32 random bytes, base64url. The
+	// RunnerSecret is this runner's own credential: "aors_" and 32 random bytes, base64url. The
 	// coordinator keeps only its SHA-256 hash. Over HTTP every later call of the runner carries it (see
 	// package httpapi); the runner presents it again when it registers again.
 	RunnerSecret string `json:"runner_secret,omitempty"`

@@ -88,6 +88,3 @@ type Scheduler interface {
 	UpdateSchedule(ctx context.Context, id string, p ScheduleParams) (*Schedule, error)
 	DeleteSchedule(ctx context.Context, id string) error
 }
-
-// ScheduleIDPrefix starts every schedule's id.
-const ScheduleIDPrefix = "sch_"

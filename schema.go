@@ -3,11 +3,9 @@ package orchestrator
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/agentorchestrator/orchestrator/internal/validate"
 )
@@ -164,101 +162,6 @@ func fieldErrors(errs []validate.Error) []FieldError {
 		out[i] = FieldError(e)
 	}
 	return out
-}
-
-// --- cache ---------------------------------------------------------------------------------------------
-
-// SchemaCache memoizes compiled schemas by their raw bytes, so the coordinator compiles an agent's schema
-// once rather than at every run. It holds at most size schemas (and compile errors); when full, an
-// arbitrary entry makes room. Concurrent requests for the same uncached schema compile it once. It is safe
-// for concurrent use.
-type SchemaCache struct {
-	mu      sync.RWMutex
-	size    int
-	entries map[string]*schemaCacheEntry
-}
-
-type schemaCacheEntry struct {
-	ready  chan struct{} // closed once s and err are set
-	schema *Schema
-	err    error
-}
-
-// defaultSchemaCacheSize is the size of a SchemaCache made with a size of zero or less.
-const defaultSchemaCacheSize = 1024
-
-// NewSchemaCache returns a cache of up to size compiled schemas (1024 if size <= 0).
-func NewSchemaCache(size int) *SchemaCache {
-	if size <= 0 {
-		size = defaultSchemaCacheSize
-	}
-	return &SchemaCache{size: size, entries: make(map[string]*schemaCacheEntry)}
-}
-
-// Compile returns the compiled schema for raw, as [CompileSchema] would, compiling it only when it is not
-// cached.
-func (c *SchemaCache) Compile(raw json.RawMessage) (*Schema, error) {
-	c.mu.RLock()
-	e, ok := c.entries[string(raw)]
-	c.mu.RUnlock()
-	if !ok {
-		c.mu.Lock()
-		if e, ok = c.entries[string(raw)]; !ok {
-			if len(c.entries) >= c.size {
-				for k := range c.entries {
-					delete(c.entries, k)
-					break
-				}
-			}
-			e = &schemaCacheEntry{ready: make(chan struct{})}
-			c.entries[string(raw)] = e
-		}
-		c.mu.Unlock()
-		if !ok {
-			func() {
-				defer close(e.ready)
-				e.schema, e.err = CompileSchema(raw)
-			}()
-		}
-	}
-	<-e.ready
-	if e.err != nil {
-		// Callers may decorate an *Error (With); each gets its own copy of the cached one.
-		var ce *Error
-		if errors.As(e.err, &ce) {
-			cp := *ce
-			cp.Details = nil
-			return nil, &cp
-		}
-		return nil, e.err
-	}
-	return e.schema, nil
-}
-
-// hasSchema reports whether raw declares a schema: it is neither empty nor JSON null.
-func hasSchema(raw json.RawMessage) bool {
-	s := bytes.TrimSpace(raw)
-	return len(s) > 0 && string(s) != "null"
-}
-
-// CompileOutput compiles an invocation's output schema for an executor: nil when the invocation declares
-// none (empty or JSON null), an ErrInvalid "invalid_schema" error when it does not compile.
-func (c *SchemaCache) CompileOutput(raw json.RawMessage) (*Schema, error) {
-	if !hasSchema(raw) {
-		return nil, nil
-	}
-	s, err := c.Compile(raw)
-	if err != nil {
-		return nil, Errorf(ErrInvalid, "invalid_schema", "output_schema: %v", err)
-	}
-	return s, nil
-}
-
-// Len reports how many schemas the cache holds.
-func (c *SchemaCache) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.entries)
 }
 
 // MarshalJSON renders the error as the body the HTTP API answers and the MCP server returns:

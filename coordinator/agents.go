@@ -166,7 +166,7 @@ func (c *Coordinator) checkSchemaSizes(b *orchestrator.Blueprint) error {
 }
 
 // PutAgents creates or replaces registry agents from blueprints — a coordinator's -agents-dir at start (see
-// [orchestrator.LoadAgentBlueprints]). Agents not in the list are left alone. A name owned by a runner is an
+// [orchestrator.LoadBlueprints]). Agents not in the list are left alone. A name owned by a runner is an
 // error; nothing is changed unless every blueprint is accepted.
 func (c *Coordinator) PutAgents(ctx context.Context, blueprints []*orchestrator.Blueprint) error {
 	checked := make([]*orchestrator.Blueprint, 0, len(blueprints))

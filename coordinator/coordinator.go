@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 	"github.com/agentorchestrator/orchestrator/internal/traces"
 	"github.com/agentorchestrator/orchestrator/store"
 	"go.opentelemetry.io/otel/trace"
@@ -99,7 +100,7 @@ type Config struct {
 	// agent written to the store directly, leaves in it. Default 1s; negative: no cache.
 	AgentCacheTTL time.Duration
 
-	// Limits bound inputs; zero fields take the defaults of [orchestrator.DefaultLimits].
+	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
 
 	// Metrics receives the coordinator's measurements (prommetrics.New fits). Default: none.
@@ -122,24 +123,6 @@ type Config struct {
 	Now func() time.Time
 }
 
-// withDefaults returns l with its zero fields set to the defaults of [orchestrator.DefaultLimits].
-func withDefaults(l orchestrator.Limits) orchestrator.Limits {
-	d := orchestrator.DefaultLimits
-	set := func(v *int, def int) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	set(&l.MaxParametersBytes, d.MaxParametersBytes)
-	set(&l.MaxSchemaBytes, d.MaxSchemaBytes)
-	set(&l.MaxEventBytes, d.MaxEventBytes)
-	set(&l.MaxEventsPerAppend, d.MaxEventsPerAppend)
-	set(&l.MaxEventsPage, d.MaxEventsPage)
-	set(&l.MaxBlueprints, d.MaxBlueprints)
-	set(&l.MaxResultBytes, d.MaxResultBytes)
-	return l
-}
-
 // warmWriter is a store whose reads cost less inside a write transaction than on their own, as
 // SQLite's do: a read connection drops its page cache whenever another has committed since its last
 // read — under load, before nearly every read — while the writing connection's stays warm. A poll then
@@ -159,7 +142,7 @@ type Coordinator struct {
 	store   store.Store
 	log     *slog.Logger
 	limits  orchestrator.Limits
-	schemas *orchestrator.SchemaCache
+	schemas *schemacache.Cache
 	wakeups *wakeup.Hub
 	// agents caches StartRun's agent lookups (nil when Config.AgentCacheTTL is negative).
 	agents *ttlcache.Cache[*store.Agent]
@@ -250,8 +233,8 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg:     cfg,
 		store:   cfg.Store,
 		log:     cfg.Logger,
-		limits:  withDefaults(cfg.Limits),
-		schemas: orchestrator.NewSchemaCache(1024),
+		limits:  cfg.Limits.WithDefaults(),
+		schemas: schemacache.New(1024),
 		wakeups: wakeup.New(),
 		secrets: ttlcache.New[[sha256.Size]byte](runnerSecretTTL, secretCacheMax),
 

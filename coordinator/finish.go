@@ -210,7 +210,7 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *e
 	// a resume that asked for it, or a resume that delivered callbacks to a session started that way).
 	if run.Mode == orchestrator.ModeAsyncCallback && s.ParentSessionID != "" && s.ParentSessionID != s.ID {
 		cb := &orchestrator.Callback{
-			ID:              ids.New(orchestrator.CallbackPrefix),
+			ID:              ids.New(ids.Callback),
 			ParentSessionID: s.ParentSessionID,
 			ChildSessionID:  s.ID,
 			Type:            "child_" + string(status),

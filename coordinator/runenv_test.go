@@ -22,7 +22,7 @@ func TestForbiddenAllowedEnvRefusedEverywhere(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"name":"a","command":"x","allowed_env":["GREETING","LD_PRELOAD"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := orchestrator.LoadBlueprints(dir); err == nil || !strings.Contains(err.Error(), "a.json") || !strings.Contains(err.Error(), "LD_PRELOAD may never be set") {
+	if _, err := orchestrator.LoadBlueprints(dir, orchestrator.AgentTypeDeterministic); err == nil || !strings.Contains(err.Error(), "a.json") || !strings.Contains(err.Error(), "LD_PRELOAD may never be set") {
 		t.Errorf("LoadBlueprints = %v, want the file and LD_PRELOAD named", err)
 	}
 	c := newCoordinator(t, coordinator.Config{})

@@ -383,7 +383,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	}
 	now := c.now()
 	s := &orchestrator.Session{
-		ID:              ids.New(orchestrator.SessionIDPrefix),
+		ID:              ids.New(ids.Session),
 		AgentName:       agent.Name,
 		AgentType:       b.Type,
 		Status:          orchestrator.SessionPending,
@@ -398,7 +398,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		UpdatedAt:       now,
 	}
 	run := &orchestrator.Run{
-		ID:           ids.New(orchestrator.RunIDPrefix),
+		ID:           ids.New(ids.Run),
 		SessionID:    s.ID,
 		AgentName:    agent.Name,
 		AgentType:    b.Type,
@@ -521,7 +521,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	if err := c.checkResumeEnv(ctx, s, p.Metadata, env); err != nil {
 		return nil, err
 	}
-	normalized, err := c.validateParameters(s.AgentName, orchestrator.ImplicitPromptSchema, params)
+	normalized, err := c.validateParameters(s.AgentName, json.RawMessage(orchestrator.ImplicitPromptSchema), params)
 	if err != nil {
 		return nil, err
 	}
@@ -577,7 +577,7 @@ func (c *Coordinator) newResumeRun(s *orchestrator.Session, params json.RawMessa
 		metadata = s.Metadata
 	}
 	return &orchestrator.Run{
-		ID:           ids.New(orchestrator.RunIDPrefix),
+		ID:           ids.New(ids.Run),
 		SessionID:    s.ID,
 		AgentName:    s.AgentName,
 		AgentType:    s.AgentType,

@@ -148,7 +148,7 @@ func (c *Coordinator) CreateSchedule(ctx context.Context, p orchestrator.Schedul
 		tz = "UTC"
 	}
 	s := &orchestrator.Schedule{
-		ID:         ids.New(orchestrator.ScheduleIDPrefix),
+		ID:         ids.New(ids.Schedule),
 		AgentName:  p.AgentName,
 		Parameters: params,
 		Cron:       p.Cron,

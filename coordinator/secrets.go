@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // runnerSecretTTL is how long VerifyRunnerSecret trusts a hash it read from the store. A secret revoked
@@ -21,7 +22,7 @@ const runnerSecretTTL = 10 * time.Second
 func newRunnerSecret() string {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand panics rather than return an error)
-	return orchestrator.RunnerSecretPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	return ids.RunnerSecret + base64.RawURLEncoding.EncodeToString(raw[:])
 }
 
 // secretMatches reports, in constant time, whether secret hashes to stored.

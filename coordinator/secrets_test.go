@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // lockedBuffer is a log sink tests may read while the code under test writes to it.
@@ -65,9 +66,9 @@ func TestRunnerSecretGuardsIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(a.RunnerSecret, orchestrator.RunnerSecretPrefix))
-	if !strings.HasPrefix(a.RunnerSecret, orchestrator.RunnerSecretPrefix) || err != nil || len(raw) != 32 {
-		t.Fatalf("runner_secret %q: want %q and 32 random bytes, base64url (%v)", a.RunnerSecret, orchestrator.RunnerSecretPrefix, err)
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(a.RunnerSecret, ids.RunnerSecret))
+	if !strings.HasPrefix(a.RunnerSecret, ids.RunnerSecret) || err != nil || len(raw) != 32 {
+		t.Fatalf("runner_secret %q: want %q and 32 random bytes, base64url (%v)", a.RunnerSecret, ids.RunnerSecret, err)
 	}
 	if err := c.VerifyRunnerSecret(ctx, a.RunnerID, a.RunnerSecret); err != nil {
 		t.Fatalf("VerifyRunnerSecret of the issued secret: %v", err)

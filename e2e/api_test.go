@@ -120,7 +120,7 @@ func TestAgentsListing(t *testing.T) {
 	registerOrchestrator(co)
 	var ai map[string]json.RawMessage
 	a.json("GET", "/agents/orchestrator/schema", nil, http.StatusOK, &ai)
-	if !jsonEqual(ai["parameters_schema"], orchestrator.ImplicitPromptSchema) {
+	if !jsonEqual(ai["parameters_schema"], []byte(orchestrator.ImplicitPromptSchema)) {
 		t.Errorf("GET /agents/orchestrator/schema: parameters_schema %s, want the implicit prompt schema %s", ai["parameters_schema"], orchestrator.ImplicitPromptSchema)
 	}
 

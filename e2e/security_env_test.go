@@ -274,8 +274,8 @@ func TestSecurityOutputLarge(t *testing.T) {
 		t.Fatalf("3 MB of control characters: status %s, error %q; want completed and truncated (after %s)", res.Status, res.Error, time.Since(start))
 	}
 	enc, _ := json.Marshal(res.Result)
-	if text := res.Result.ResultText; len(enc) > orchestrator.DefaultLimits.MaxResultBytes || len(text) == 0 || strings.Trim(text, "\x01") != "" {
-		t.Errorf("truncated result: %d bytes as JSON, %d of text; want a prefix of the output within %d bytes", len(enc), len(text), orchestrator.DefaultLimits.MaxResultBytes)
+	if text := res.Result.ResultText; len(enc) > (orchestrator.Limits{}).WithDefaults().MaxResultBytes || len(text) == 0 || strings.Trim(text, "\x01") != "" {
+		t.Errorf("truncated result: %d bytes as JSON, %d of text; want a prefix of the output within %d bytes", len(enc), len(text), orchestrator.Limits{}.WithDefaults().MaxResultBytes)
 	}
 	var ev map[string]any
 	for _, e := range a.events(res.SessionID) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // The tokens of the tests in this file: runners must hold their own credentials apart from these.
@@ -48,7 +49,7 @@ func registerImpostor(t *testing.T, co *coordinator, host string) (string, strin
 	t.Helper()
 	var reg orchestrator.Registration
 	co.api(secRunner).json("POST", "/runner/register", map[string]any{"hostname": host, "project_dir": "/nowhere"}, http.StatusOK, &reg)
-	if reg.RunnerID == "" || !strings.HasPrefix(reg.RunnerSecret, orchestrator.RunnerSecretPrefix) {
+	if reg.RunnerID == "" || !strings.HasPrefix(reg.RunnerSecret, ids.RunnerSecret) {
 		t.Fatalf("registration answer %+v lacks runner_id or runner_secret", reg)
 	}
 	return reg.RunnerID, httpapi.RunnerCredential(reg.RunnerID, reg.RunnerSecret)
@@ -153,7 +154,7 @@ func TestRunnerHijackRefused(t *testing.T) {
 		"hostname": before.Hostname, "project_dir": before.ProjectDir, "executor_type": before.ExecutorType,
 		"executor_profile": before.ExecutorProfile, "blueprints": []json.RawMessage{json.RawMessage(testAgent("held-task"))},
 	}
-	for _, secret := range []string{"", orchestrator.RunnerSecretPrefix + "guessed"} {
+	for _, secret := range []string{"", ids.RunnerSecret + "guessed"} {
 		hijack["runner_secret"] = secret
 		status, body, _ := co.api(secRunner).do("POST", "/runner/register", hijack)
 		if status != http.StatusConflict || errorCode(t, body) != "runner_identity_in_use" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // Role is what a bearer token may do. Every route lists the roles that may call it (see [Routes]); admin
@@ -53,8 +54,8 @@ func RunnerCredential(runnerID, secret string) string { return runnerID + "." + 
 // anything else.
 func parseRunnerCredential(tok string) (runnerID, secret string, ok bool) {
 	runnerID, secret, ok = strings.Cut(tok, ".")
-	if !ok || len(runnerID) > 64 || !strings.HasPrefix(runnerID, orchestrator.RunnerIDPrefix) ||
-		!strings.HasPrefix(secret, orchestrator.RunnerSecretPrefix) || len(secret) > 256 {
+	if !ok || len(runnerID) > 64 || !strings.HasPrefix(runnerID, ids.Runner) ||
+		!strings.HasPrefix(secret, ids.RunnerSecret) || len(secret) > 256 {
 		return "", "", false
 	}
 	for _, c := range runnerID {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // concretePath fills a route pattern's wildcards.
@@ -41,7 +41,7 @@ func TestRolesEveryRoute(t *testing.T) {
 		{"prefix", adminTok[:len(adminTok)-1], ""},
 		// Runner credentials: a wrong secret, a secret of the right shape for an unknown runner, the
 		// secret alone, and the shared runner token in a runner credential's shape.
-		{"runner_wrong_secret", RunnerCredential(reg.RunnerID, orchestrator.RunnerSecretPrefix+"AAAA"), ""},
+		{"runner_wrong_secret", RunnerCredential(reg.RunnerID, ids.RunnerSecret+"AAAA"), ""},
 		{"runner_unknown", RunnerCredential("lnch_0000000000000000", reg.RunnerSecret), ""},
 		{"runner_secret_alone", reg.RunnerSecret, ""},
 		{"runner_token_as_credential", RunnerCredential(reg.RunnerID, runnerTok), ""},

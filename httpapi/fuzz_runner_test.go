@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 )
 
 // FuzzRunnerCredential throws arbitrary bearer tokens at a runner route: only the runner's own credential
@@ -16,7 +16,7 @@ func FuzzRunnerCredential(f *testing.F) {
 	cred := credential(reg)
 	for _, s := range []string{
 		cred, cred + "x", cred[:len(cred)-1], " " + cred + " ", reg.RunnerSecret, reg.RunnerID + ".", "." + reg.RunnerSecret,
-		RunnerCredential(reg.RunnerID, orchestrator.RunnerSecretPrefix), RunnerCredential("lnch_0000000000000000", reg.RunnerSecret),
+		RunnerCredential(reg.RunnerID, ids.RunnerSecret), RunnerCredential("lnch_0000000000000000", reg.RunnerSecret),
 		RunnerCredential(strings.ToUpper(reg.RunnerID), reg.RunnerSecret), reg.RunnerID + ".." + reg.RunnerSecret,
 		"lnch_\x00." + reg.RunnerSecret, runnerTok, clientTok, "",
 	} {

@@ -97,7 +97,7 @@ var resultRoutes = map[string]bool{
 // withReportLimit sets MaxReportBytes after the coordinator's result limit, and returns the largest
 // result a runner may send within both (what registrations announce).
 func (c Config) withReportLimit(coord orchestrator.Coordinator) (Config, int64) {
-	resultLimit := int64(orchestrator.DefaultLimits.MaxResultBytes)
+	resultLimit := int64(orchestrator.Limits{}.WithDefaults().MaxResultBytes)
 	if l, ok := coord.(interface{ Limits() orchestrator.Limits }); ok && l.Limits().MaxResultBytes > 0 {
 		resultLimit = int64(l.Limits().MaxResultBytes)
 	}

@@ -15,6 +15,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/ids"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -82,8 +83,8 @@ func (e *testEnv) runnerClient(t testing.TB, reg *orchestrator.RunnerRegistratio
 	if err != nil {
 		t.Fatalf("RegisterRunner(%s): %v", reg.Hostname, err)
 	}
-	if !strings.HasPrefix(out.RunnerSecret, orchestrator.RunnerSecretPrefix) {
-		t.Fatalf("RegisterRunner(%s): runner_secret %q lacks the prefix %q", reg.Hostname, out.RunnerSecret, orchestrator.RunnerSecretPrefix)
+	if !strings.HasPrefix(out.RunnerSecret, ids.RunnerSecret) {
+		t.Fatalf("RegisterRunner(%s): runner_secret %q lacks the prefix %q", reg.Hostname, out.RunnerSecret, ids.RunnerSecret)
 	}
 	return c, out
 }

@@ -80,8 +80,8 @@ func TestReportDefaultsAcceptSeveralMB(t *testing.T) {
 		t.Fatalf("a 3 MB result: %v, want it accepted", err)
 	}
 	reg := must[*orchestrator.Registration](t, "RegisterRunner")(env.client(t, runnerTok).RegisterRunner(ctx, registration("h2")))
-	if reg.MaxResultBytes != int64(orchestrator.DefaultLimits.MaxResultBytes) {
-		t.Errorf("max_result_bytes = %d, want %d", reg.MaxResultBytes, orchestrator.DefaultLimits.MaxResultBytes)
+	if reg.MaxResultBytes != int64(orchestrator.Limits{}.WithDefaults().MaxResultBytes) {
+		t.Errorf("max_result_bytes = %d, want %d", reg.MaxResultBytes, orchestrator.Limits{}.WithDefaults().MaxResultBytes)
 	}
 }
 

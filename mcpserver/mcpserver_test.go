@@ -96,7 +96,7 @@ func exerciseTools(t *testing.T, f *fixture, cs *mcp.ClientSession) {
 			t.Errorf("add output_schema = %s", s.OutputSchema)
 		}
 		s = ok[mcpserver.AgentSchemaOutput](t, call(t, cs, "get_agent_schema", map[string]any{"agent_name": "echo-agent"}))
-		if !sameJSON(s.ParametersSchema, orchestrator.ImplicitPromptSchema) || string(s.OutputSchema) != "null" {
+		if !sameJSON(s.ParametersSchema, []byte(orchestrator.ImplicitPromptSchema)) || string(s.OutputSchema) != "null" {
 			t.Errorf("echo-agent schema = %s / %s, want the implicit prompt schema / null", s.ParametersSchema, s.OutputSchema)
 		}
 		e := failed(t, call(t, cs, "get_agent_schema", map[string]any{"agent_name": "nope"}))

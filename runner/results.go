@@ -24,7 +24,7 @@ func (r *Runner) resultLimit() int64 {
 	limit := r.maxResult
 	r.mu.Unlock()
 	if limit <= 0 {
-		limit = int64(orchestrator.DefaultLimits.MaxResultBytes)
+		limit = int64(orchestrator.Limits{}.WithDefaults().MaxResultBytes)
 	}
 	if c := r.cfg.MaxResultBytes; c > 0 && c < limit {
 		limit = c

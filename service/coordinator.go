@@ -118,7 +118,7 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 	}
 	var agents []*orchestrator.Blueprint
 	if c.AgentsDir != "" {
-		if agents, err = orchestrator.LoadAgentBlueprints(c.AgentsDir); err != nil {
+		if agents, err = orchestrator.LoadBlueprints(c.AgentsDir, orchestrator.AgentTypeAgent); err != nil {
 			return nil, fmt.Errorf("-agents-dir %s: %w", c.AgentsDir, err)
 		}
 	}

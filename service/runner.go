@@ -23,6 +23,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/process"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/cmdline"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 	"github.com/agentorchestrator/orchestrator/prommetrics"
 	"github.com/agentorchestrator/orchestrator/runner"
@@ -225,7 +226,7 @@ func (c *RunnerConfig) Check(ctx context.Context, log *slog.Logger) (runner.Conf
 	}
 	// Deterministic runners announce their blueprints; AI runners only when -blueprints-dir is given.
 	if !ai || c.blueprintsDirSet {
-		bps, err := orchestrator.LoadBlueprints(c.BlueprintsDir)
+		bps, err := orchestrator.LoadBlueprints(c.BlueprintsDir, orchestrator.AgentTypeDeterministic)
 		if err != nil {
 			return cfg, fmt.Errorf("-blueprints-dir %s: %w", c.BlueprintsDir, err)
 		}
@@ -298,7 +299,7 @@ func unwrapExec(err error) error {
 
 // programOf returns the program a deterministic blueprint's command runs ("" when it has none).
 func programOf(b *orchestrator.Blueprint) string {
-	argv, err := orchestrator.SplitCommand(b.Command)
+	argv, err := cmdline.Split(b.Command)
 	if err != nil || len(argv) == 0 {
 		return ""
 	}

@@ -71,7 +71,7 @@ func agentsBin(t *testing.T) string {
 
 func load(t *testing.T) map[string]*orchestrator.Blueprint {
 	t.Helper()
-	bps, err := orchestrator.LoadBlueprints(".")
+	bps, err := orchestrator.LoadBlueprints(".", orchestrator.AgentTypeDeterministic)
 	if err != nil {
 		t.Fatalf("LoadBlueprints: %v", err)
 	}
@@ -83,7 +83,7 @@ func load(t *testing.T) map[string]*orchestrator.Blueprint {
 }
 
 func TestLoadBlueprints(t *testing.T) {
-	bps, err := orchestrator.LoadBlueprints(".")
+	bps, err := orchestrator.LoadBlueprints(".", orchestrator.AgentTypeDeterministic)
 	if err != nil {
 		t.Fatalf("LoadBlueprints: %v", err)
 	}

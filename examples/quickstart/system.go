@@ -52,7 +52,7 @@ func startSystem(ctx context.Context, log *slog.Logger, cfg *service.Coordinator
 		return fail(fmt.Errorf("building the example agents (run this from the repository root): %v\n%s", err, out))
 	}
 	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	blueprints, err := orchestrator.LoadBlueprints(filepath.Join("examples", "blueprints"))
+	blueprints, err := orchestrator.LoadBlueprints(filepath.Join("examples", "blueprints"), orchestrator.AgentTypeDeterministic)
 	if err != nil {
 		return fail(err)
 	}

@@ -101,6 +101,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
+	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
 
 // ResultType is the result_type of every result this executor returns.
@@ -153,7 +154,7 @@ type Config struct {
 // safe for concurrent use.
 type Executor struct {
 	cfg     Config
-	schemas *orchestrator.SchemaCache
+	schemas *schemacache.Cache
 	euid    func() int // the runner's effective user id (a test's stand-in)
 }
 
@@ -185,7 +186,7 @@ func New(cfg Config) *Executor {
 		cfg.DefaultOutputRetries = 0
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
-	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64), euid: os.Geteuid}
+	return &Executor{cfg: cfg, schemas: schemacache.New(64), euid: os.Geteuid}
 }
 
 // run is one Execute call.

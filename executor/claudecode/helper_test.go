@@ -259,8 +259,8 @@ func (f *fake) invocation(scenario, params string) *orchestrator.Invocation {
 	env[dirEnv] = f.dir
 	return &orchestrator.Invocation{
 		Mode:       orchestrator.RunTypeStart,
-		SessionID:  ids.New(orchestrator.SessionIDPrefix),
-		RunID:      ids.New(orchestrator.RunIDPrefix),
+		SessionID:  ids.New(ids.Session),
+		RunID:      ids.New(ids.Run),
 		AgentName:  "assistant",
 		Blueprint:  &orchestrator.Blueprint{Name: "assistant", Type: orchestrator.AgentTypeAgent},
 		Parameters: json.RawMessage(params),

@@ -10,11 +10,12 @@ import (
 	"unicode"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/cmdline"
 )
 
-// BuildArgs returns the argv of a deterministic run: the words of command, split by
-// [orchestrator.SplitCommand] (quotes honoured, nothing expanded, never a shell), followed by the flags
-// [parameterArgs] renders from parameters.
+// BuildArgs returns the argv of a deterministic run: the words of command, split as
+// [orchestrator.Blueprint].Command says (quotes honoured, nothing expanded, never a shell), followed by
+// the flags [parameterArgs] renders from parameters.
 //
 // For example,
 //
@@ -23,7 +24,7 @@ import (
 //
 // Note the order: the parameters name url first, but this function sorts the names (docs/decisions.md), so the same parameters always give the same command line.
 func BuildArgs(command string, parameters json.RawMessage) ([]string, error) {
-	argv, err := orchestrator.SplitCommand(command)
+	argv, err := cmdline.Split(command)
 	if err != nil {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_command", "command: %v", err)
 	}

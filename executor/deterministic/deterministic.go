@@ -4,7 +4,7 @@
 //
 // # What a run does
 //
-//   - argv is the blueprint's command split into words ([orchestrator.SplitCommand]) followed by the
+//   - argv is the blueprint's command split into words (see [orchestrator.Blueprint].Command) followed by the
 //     parameters as flags ([BuildArgs], [parameterArgs]). The program is executed directly, never through a
 //     shell; argv[0] is looked up in the PATH of the run's own environment.
 //   - The environment is the runner's own (os.Environ) without its credentials ([Config].Isolation), then
@@ -57,6 +57,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
+	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
 
 // ResultType is the result_type of every result this executor returns.
@@ -95,7 +96,7 @@ type Config struct {
 // concurrent use; each Execute call runs one process group.
 type Executor struct {
 	cfg     Config
-	schemas *orchestrator.SchemaCache
+	schemas *schemacache.Cache
 }
 
 var _ orchestrator.Executor = (*Executor)(nil)
@@ -106,7 +107,7 @@ func New(cfg Config) *Executor {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
-	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
+	return &Executor{cfg: cfg, schemas: schemacache.New(64)}
 }
 
 // Execute runs inv's blueprint command to its end; see the package documentation for what that involves.

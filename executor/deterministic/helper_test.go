@@ -197,8 +197,8 @@ func helperInvocation(t testing.TB, params string, mode ...string) *orchestrator
 	t.Helper()
 	return &orchestrator.Invocation{
 		Mode:      orchestrator.RunTypeStart,
-		RunID:     ids.New(orchestrator.RunIDPrefix),
-		SessionID: ids.New(orchestrator.SessionIDPrefix),
+		RunID:     ids.New(ids.Run),
+		SessionID: ids.New(ids.Session),
 		AgentName: "helper",
 		Blueprint: &orchestrator.Blueprint{
 			Name:    "helper",

@@ -123,10 +123,10 @@ func (s *suite) invocation(t *testing.T, b Behavior, params string) *orchestrato
 		t.Fatalf("Harness.Invocation(%q) returned nil", b)
 	}
 	if inv.SessionID == "" {
-		inv.SessionID = ids.New(orchestrator.SessionIDPrefix)
+		inv.SessionID = ids.New(ids.Session)
 	}
 	if inv.RunID == "" {
-		inv.RunID = ids.New(orchestrator.RunIDPrefix)
+		inv.RunID = ids.New(ids.Run)
 	}
 	if inv.Mode == "" {
 		inv.Mode = orchestrator.RunTypeStart

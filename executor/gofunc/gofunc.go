@@ -66,6 +66,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
+	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
 
 // ResultType is the result_type of every result this executor returns: Go function agents are
@@ -212,7 +213,7 @@ type Executor struct {
 	cfg     Config
 	order   []string
 	tasks   map[string]Task
-	schemas *orchestrator.SchemaCache
+	schemas *schemacache.Cache
 }
 
 var _ orchestrator.Executor = (*Executor)(nil)
@@ -228,7 +229,7 @@ func NewWithConfig(cfg Config, tasks ...Task) *Executor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Executor{cfg: cfg, tasks: make(map[string]Task, len(tasks)), schemas: orchestrator.NewSchemaCache(64)}
+	e := &Executor{cfg: cfg, tasks: make(map[string]Task, len(tasks)), schemas: schemacache.New(64)}
 	for _, t := range tasks {
 		if t.fn == nil {
 			panic("gofunc: a Task must be built with NewTask or NewRawTask")

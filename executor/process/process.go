@@ -50,6 +50,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
+	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
 
 // SchemaVersion is the version of the stdin protocol this package speaks ([Input].SchemaVersion).
@@ -100,7 +101,7 @@ type Config struct {
 // concurrent use.
 type Executor struct {
 	cfg     Config
-	schemas *orchestrator.SchemaCache
+	schemas *schemacache.Cache
 }
 
 var _ orchestrator.Executor = (*Executor)(nil)
@@ -117,7 +118,7 @@ func New(cfg Config) *Executor {
 			cfg.Path = abs
 		}
 	}
-	return &Executor{cfg: cfg, schemas: orchestrator.NewSchemaCache(64)}
+	return &Executor{cfg: cfg, schemas: schemacache.New(64)}
 }
 
 // Input is the JSON document a program reads on stdin: the invocation, schema version "2.2" (2.1 plus

@@ -124,8 +124,8 @@ func newExecutor(t testing.TB) *Executor {
 func invocation(behavior string, params string) *orchestrator.Invocation {
 	return &orchestrator.Invocation{
 		Mode:       orchestrator.RunTypeStart,
-		SessionID:  ids.New(orchestrator.SessionIDPrefix),
-		RunID:      ids.New(orchestrator.RunIDPrefix),
+		SessionID:  ids.New(ids.Session),
+		RunID:      ids.New(ids.Run),
 		AgentName:  "helper",
 		Blueprint:  &orchestrator.Blueprint{Name: "helper", Type: orchestrator.AgentTypeAgent, ExecutorConfig: map[string]any{"behavior": behavior}},
 		Parameters: json.RawMessage(params),

@@ -9,6 +9,18 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
+// The prefixes of the records' ids, and of runner secrets.
+const (
+	Session  = "ses_"
+	Run      = "run_"
+	Runner   = "lnch_"
+	Callback = "cb_"
+	Schedule = "sch_"
+	// RunnerSecret starts every runner secret, so that a secret that leaks into a log or a repository
+	// can be recognised (and found by secret scanners).
+	RunnerSecret = "aors_"
+)
+
 // New returns prefix followed by a fresh lowercase ULID.
 func New(prefix string) string {
 	return prefix + strings.ToLower(ulid.Make().String())

@@ -1,11 +1,13 @@
-package orchestrator
+// Package cmdline splits a blueprint's command into the words a deterministic agent's process is started
+// with.
+package cmdline
 
 import (
 	"errors"
 	"strings"
 )
 
-// SplitCommand splits a blueprint's command into words the way a POSIX shell would, without being one:
+// Split splits a blueprint's command into words the way a POSIX shell would, without being one:
 // blanks separate words; single quotes keep everything literally; double quotes keep everything but a
 // backslash before ", \, $ or `; a backslash outside quotes escapes the next character. Nothing is expanded
 // ($VAR, globs, ~) and operators (; | & > <) are ordinary characters: the words go straight to exec, so a
@@ -13,7 +15,7 @@ import (
 //
 // Hand-written because the maintained shell-word libraries either expand variables or silently stop at
 // operators, and both would surprise here.
-func SplitCommand(s string) ([]string, error) {
+func Split(s string) ([]string, error) {
 	if strings.IndexByte(s, 0) >= 0 {
 		return nil, errors.New("command contains a NUL byte")
 	}

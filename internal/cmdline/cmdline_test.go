@@ -1,4 +1,4 @@
-package orchestrator
+package cmdline
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestSplitCommand(t *testing.T) {
+func TestSplit(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, command string
@@ -38,18 +38,18 @@ func TestSplitCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := SplitCommand(tt.command)
+			got, err := Split(tt.command)
 			if err != nil {
-				t.Fatalf("SplitCommand(%q): %v", tt.command, err)
+				t.Fatalf("Split(%q): %v", tt.command, err)
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("SplitCommand(%q)\ngot  %q\nwant %q", tt.command, got, tt.want)
+				t.Errorf("Split(%q)\ngot  %q\nwant %q", tt.command, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestSplitCommandErrors(t *testing.T) {
+func TestSplitErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		command, want string
@@ -64,17 +64,17 @@ func TestSplitCommandErrors(t *testing.T) {
 		{"echo \"a\x00b\"", "NUL byte"},
 	}
 	for _, tt := range tests {
-		got, err := SplitCommand(tt.command)
+		got, err := Split(tt.command)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("SplitCommand(%q) = %q, %v; want an error containing %q", tt.command, got, err, tt.want)
+			t.Errorf("Split(%q) = %q, %v; want an error containing %q", tt.command, got, err, tt.want)
 		}
 	}
 }
 
-// FuzzSplitCommand: no input panics; a successful split has at least one word; plain words joined with
+// FuzzSplit: no input panics; a successful split has at least one word; plain words joined with
 // spaces split back into themselves; and any words, quoted as a shell would quote them, split back
 // into themselves.
-func FuzzSplitCommand(f *testing.F) {
+func FuzzSplit(f *testing.F) {
 	for _, s := range []string{
 		`python -c "import sys, json; print(json.dumps(json.loads(sys.stdin.read())))"`,
 		`a 'b c' "d\"e" f\ g`,
@@ -85,9 +85,9 @@ func FuzzSplitCommand(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		words, err := SplitCommand(s)
+		words, err := Split(s)
 		if err == nil && len(words) == 0 {
-			t.Fatalf("SplitCommand(%q) returned no words and no error", s)
+			t.Fatalf("Split(%q) returned no words and no error", s)
 		}
 
 		var plain []string
@@ -98,8 +98,8 @@ func FuzzSplitCommand(f *testing.F) {
 		}
 		if len(plain) > 0 {
 			line := strings.Join(plain, " ")
-			if got, err := SplitCommand(line); err != nil || !slices.Equal(got, plain) {
-				t.Fatalf("SplitCommand(%q) = %q, %v; want %q", line, got, err, plain)
+			if got, err := Split(line); err != nil || !slices.Equal(got, plain) {
+				t.Fatalf("Split(%q) = %q, %v; want %q", line, got, err, plain)
 			}
 		}
 
@@ -113,8 +113,8 @@ func FuzzSplitCommand(f *testing.F) {
 			double = append(double, `"`+strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(w)+`"`)
 		}
 		for _, line := range []string{strings.Join(single, " "), strings.Join(double, "\t")} {
-			if got, err := SplitCommand(line); err != nil || !slices.Equal(got, list) {
-				t.Fatalf("SplitCommand(%q) = %q, %v; want %q", line, got, err, list)
+			if got, err := Split(line); err != nil || !slices.Equal(got, list) {
+				t.Fatalf("Split(%q) = %q, %v; want %q", line, got, err, list)
 			}
 		}
 	})
