@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -321,102 +320,6 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "async_callback mode needs parent_session_id: the session to resume with the result")
 	}
 	return nil
-}
-
-func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time, key *store.IdempotencyKey, fx *effects,
-) (*orchestrator.Run, error) {
-	s, run, err := c.newSession(ctx, p, params, env, due)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.createSession(ctx, key, s, run); err != nil {
-		return nil, err
-	}
-	fx.wakeFor(run)
-	return run, nil
-}
-
-// newSession checks a start request against its agent and returns the session and first run it creates,
-// not yet stored.
-func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time,
-) (*orchestrator.Session, *orchestrator.Run, error) {
-	if p.AgentName == "" {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
-	}
-	if p.SessionID != "" {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
-	}
-	agent, err := c.startAgent(ctx, p.AgentName)
-	if err != nil {
-		return nil, nil, err
-	}
-	b := agent.Blueprint // shared with the agent cache: read only
-	if b.Disabled {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
-	}
-	if err := b.CheckRunEnv(env); err != nil {
-		return nil, nil, err
-	}
-	if err := c.checkParent(ctx, p); err != nil {
-		return nil, nil, err
-	}
-	normalized, err := c.validateParameters(agent.Name, b.EffectiveParametersSchema(), params)
-	if err != nil {
-		return nil, nil, err
-	}
-	demands := orchestrator.Demands{}
-	if b.Demands != nil {
-		demands = *b.Demands
-		demands.Tags = slices.Clone(demands.Tags) // the run's own, not the cached blueprint's
-	}
-	if agent.RunnerID != "" {
-		demands.RunnerID = agent.RunnerID
-	}
-	if demands, err = mergeRequestDemands(demands, p); err != nil {
-		return nil, nil, err
-	}
-	outputSchema := p.OutputSchema
-	if len(outputSchema) == 0 {
-		outputSchema = b.OutputSchema
-	}
-	now := c.now()
-	s := &orchestrator.Session{
-		ID:              ids.New(ids.Session),
-		AgentName:       agent.Name,
-		AgentType:       b.Type,
-		Status:          orchestrator.SessionPending,
-		ParentSessionID: p.ParentSessionID,
-		Callback:        p.Mode == orchestrator.ModeAsyncCallback,
-		ProjectDir:      p.ProjectDir,
-		Parameters:      normalized,
-		OutputSchema:    outputSchema,
-		Demands:         demands,
-		Metadata:        p.Metadata,
-		CreatedAt:       now,
-		UpdatedAt:       now,
-	}
-	run := &orchestrator.Run{
-		ID:           ids.New(ids.Run),
-		SessionID:    s.ID,
-		AgentName:    agent.Name,
-		AgentType:    b.Type,
-		Type:         orchestrator.RunTypeStart,
-		Mode:         p.Mode,
-		Status:       orchestrator.RunPending,
-		Parameters:   normalized,
-		Demands:      demands,
-		ProjectDir:   p.ProjectDir,
-		OutputSchema: outputSchema,
-		Metadata:     p.Metadata,
-		CallbackURL:  p.CallbackURL,
-		CreatedAt:    now,
-	}
-	submit(run, &p, due, b)
-	s.CurrentRunID = run.ID
-	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
-	return s, run, nil
 }
 
 // checkParent enforces the callback rules: a parent must exist, and only an AI session can be resumed with

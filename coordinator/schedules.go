@@ -393,21 +393,6 @@ func (c *Coordinator) startFiring(ctx context.Context, upd *orchestrator.Schedul
 	return c.writeSchedule(ctx, upd)
 }
 
-// createSessionWithRun creates a new session and its run, together with the schedule write of a
-// scheduled StartRun (see startFiring).
-func (c *Coordinator) createSessionWithRun(ctx context.Context, s *orchestrator.Session, run *orchestrator.Run) error {
-	write, _ := ctx.Value(firingKey{}).(firing)
-	if write == nil {
-		return c.store.CreateSessionWithRun(ctx, s, run)
-	}
-	return c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
-		if err := write(ctx, tx, s); err != nil {
-			return err
-		}
-		return tx.CreateSessionWithRun(ctx, s, run)
-	})
-}
-
 // scheduleLoop fires schedules at their ticks until ctx ends: it sleeps until the earliest next tick, a
 // change to the schedules (here or, through the Notifier, on another replica), or the end of a session a
 // queued tick waits for — never polling faster than that, and at most scheduleIdle at a time.

@@ -112,23 +112,6 @@ func requestHash(p orchestrator.StartRunParams) string {
 // not ErrConflict, so that no caller mistakes it for another conflict (a busy session).
 var errKeyTaken = errors.New("idempotency key taken")
 
-// createSession creates the session and its first run, with the idempotency key when there is one, in
-// one write of the store.
-func (c *Coordinator) createSession(ctx context.Context, key *store.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
-	if c.metrics != nil {
-		defer c.timeStore(opStartRun, time.Now())
-	}
-	if key == nil {
-		return c.createSessionWithRun(ctx, s, run) // a schedule's firing writes its tick in the same transaction
-	}
-	key.RunID, key.SessionID, key.CreatedAt = run.ID, run.SessionID, run.CreatedAt
-	err := c.store.CreateSessionWithRunOnce(ctx, s, run, key)
-	if errors.Is(err, orchestrator.ErrConflict) {
-		return errKeyTaken // StartRun tells a taken key from a clash of ids when it looks the key up
-	}
-	return err
-}
-
 // commitRun runs create, which writes the run through tx, recording key with the run's ids in the same
 // transaction when key is set.
 func (c *Coordinator) commitRun(ctx context.Context, key *store.IdempotencyKey, run *orchestrator.Run, create func(ctx context.Context, tx store.Store) error) error {

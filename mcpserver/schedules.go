@@ -25,7 +25,7 @@ type ScheduleListOutput struct {
 
 // addScheduleTools adds list_schedules: schedules are read-only over MCP (people and programs manage
 // them through the API and ao).
-func (s *server) addScheduleTools(srv *mcp.Server, readOnly *mcp.ToolAnnotations) {
+func (s *server) addScheduleTools(srv *mcp.Server) {
 	addTool(s, srv, &mcp.Tool{
 		Name:  "list_schedules",
 		Title: "List schedules",
@@ -33,7 +33,7 @@ func (s *server) addScheduleTools(srv *mcp.Server, readOnly *mcp.ToolAnnotations
 
 A schedule starts a session of agent_name with parameters at every tick of cron (read in timezone); each such session's metadata carries {"schedule_id": id}, and last_session_id is the latest. overlap says what a tick does while the previous session is still active: skip, allow (start another) or queue (start when it ends). Read-only: schedules are managed through the API or the ao command.
 agent_name (optional) filters; limit is the page size (default %d, at most %d); pass next_cursor as cursor to get the next page.`, DefaultListLimit, MaxListLimit),
-		Annotations: readOnly,
+		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["limit"].Minimum = jsonschema.Ptr(1.0)
 		p["limit"].Maximum = jsonschema.Ptr(float64(MaxListLimit))

@@ -221,10 +221,23 @@ func completeOutput(s *jsonschema.Schema) {
 
 func boolPtr(b bool) *bool { return &b }
 
-func (s *server) addTools(srv *mcp.Server) {
-	wait := s.cfg.SyncWait.Round(time.Second).String()
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
+// readOnly annotates a tool that only reads.
+func readOnly() *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
+}
 
+// addTools adds the server's tools, group by group, in the order a client lists them: finding agents,
+// starting them, following and stopping their sessions, and reading schedules.
+func (s *server) addTools(srv *mcp.Server) {
+	s.addAgentTools(srv)
+	s.addStartTools(srv)
+	s.addSessionTools(srv)
+	s.addScheduleTools(srv)
+}
+
+// addAgentTools adds list_agent_blueprints and get_agent_schema: what a model reads before it starts an
+// agent.
+func (s *server) addAgentTools(srv *mcp.Server) {
 	addTool(s, srv, &mcp.Tool{
 		Name:  "list_agent_blueprints",
 		Title: "List agents",
@@ -235,7 +248,7 @@ For deterministic agents, use parameters_schema to construct valid parameters fo
 For AI agents without a parameters_schema, use parameters={"prompt": "your instructions"} (or the prompt argument).
 output_schema, when present, describes the result_data the agent returns.
 tags (optional): only agents carrying all of these tags.`,
-		Annotations: readOnly,
+		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["tags"].Type, p["tags"].Types = "array", nil // not ["null","array"]: an omitted list is the same
 	}, completeOutput, s.listAgentBlueprints)
@@ -246,11 +259,15 @@ tags (optional): only agents carrying all of these tags.`,
 		Description: `Get one agent's schemas: {name, type, description, parameters_schema, output_schema}.
 
 parameters_schema is what start_agent_session's parameters must match (AI agents without a declared schema show the implicit {"prompt": string} schema); output_schema describes the result_data the agent returns (null when it declares none).`,
-		Annotations: readOnly,
+		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["agent_name"].MinLength = jsonschema.Ptr(1)
 	}, completeOutput, s.getAgentSchema)
+}
 
+// addStartTools adds start_agent_session, start_agent_sessions (a fan-out) and resume_agent_session.
+func (s *server) addStartTools(srv *mcp.Server) {
+	wait := s.cfg.SyncWait.Round(time.Second).String()
 	addTool(s, srv, &mcp.Tool{
 		Name:  "start_agent_session",
 		Title: "Start an agent",
@@ -321,12 +338,15 @@ Cancelling a sync call stops the run it started.`,
 		p["mode"].Enum = modes[:2]
 		p["mode"].Default = json.RawMessage(`"sync"`)
 	}, completeOutput, s.resumeAgentSession)
+}
 
+// addSessionTools adds the tools that follow sessions (status, result, listing) and stop them.
+func (s *server) addSessionTools(srv *mcp.Server) {
 	addTool(s, srv, &mcp.Tool{
 		Name:        "get_agent_session_status",
 		Title:       "Get a session's status",
 		Description: `Get a session's status — pending, running, completed, failed or stopped — and its basic fields (agent, parent session, current run, error, times), without waiting and without its result (use get_agent_session_result for that).`,
-		Annotations: readOnly,
+		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)
 	}, completeOutput, s.getAgentSessionStatus)
@@ -338,7 +358,7 @@ Cancelling a sync call stops the run it started.`,
 		Description: fmt.Sprintf(`Get a session's result: {session_id, status, result: {result_type, result_text, result_data, exit_code, error}} once the session has ended (completed, failed or stopped).
 
 wait_seconds (optional, up to %d) first waits for the session to end; without it the current state is returned at once. If status is still pending or running, call again (with wait_seconds) later.`, maxWait),
-		Annotations: readOnly,
+		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)
 		p["wait_seconds"].Minimum = jsonschema.Ptr(0.0)
@@ -350,7 +370,7 @@ wait_seconds (optional, up to %d) first waits for the session to end; without it
 		Description: fmt.Sprintf(`List agent sessions, oldest first, in pages: {sessions: [{session_id, agent_name, agent_type, status, parent_session_id, run_id, has_result, error, created_at, updated_at, ended_at}], next_cursor}.
 
 Filters (all optional): status, agent_name, parent_session_id. limit is the page size (default %d, at most %d); pass next_cursor as cursor to get the next page.`, DefaultListLimit, MaxListLimit),
-		Annotations: readOnly,
+		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["status"].Enum = sessionStatuses
 		p["limit"].Minimum = jsonschema.Ptr(1.0)
@@ -365,8 +385,6 @@ Filters (all optional): status, agent_name, parent_session_id. limit is the page
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)
 	}, completeOutput, s.stopAgentSession)
-
-	s.addScheduleTools(srv, readOnly)
 }
 
 // --- handlers --------------------------------------------------------------------------------------------
