@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 )
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
@@ -55,8 +57,7 @@ func writeBlueprint(tb testing.TB, dir string, b *orchestrator.Blueprint) {
 // waitRegistered waits until n runners are online.
 func waitRegistered(tb testing.TB, c orchestrator.Coordinator, n int) {
 	tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.WaitFor(tb, 30*time.Second, fmt.Sprintf("%d runners to be online", n), func() bool {
 		rs, err := c.ListRunners(context.Background())
 		if err != nil {
 			tb.Fatal(err)
@@ -67,12 +68,8 @@ func waitRegistered(tb testing.TB, c orchestrator.Coordinator, n int) {
 				online++
 			}
 		}
-		if online >= n {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("fewer than %d runners registered", n)
+		return online >= n
+	})
 }
 
 // BenchmarkIdleRunnerRSS measures the resident memory of the examples/runner binary, registered with a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 )
 
 // scheduled returns the sessions the schedule started.
@@ -66,7 +67,7 @@ func TestScheduleLoopWakesOnSessionEndAndChanges(t *testing.T) {
 	if _, err := c.StopSession(ctx, first[0].ID); err != nil { // a pending session stops at once
 		t.Fatal(err)
 	}
-	waitUntil(t, "the queued tick to fire", func() bool { return len(scheduled(t, c, s.ID)) == 2 })
+	testkit.WaitFor(t, 30*time.Second, "the queued tick to fire", func() bool { return len(scheduled(t, c, s.ID)) == 2 })
 
 	// A schedule created now whose tick has come by the clock fires without waiting for the loop's timer.
 	other, err := c.CreateSchedule(ctx, orchestrator.ScheduleParams{AgentName: "nightly", Parameters: json.RawMessage(`{"prompt":"go"}`), Cron: "@every 1s"})
@@ -77,17 +78,5 @@ func TestScheduleLoopWakesOnSessionEndAndChanges(t *testing.T) {
 	if _, err := c.UpdateSchedule(ctx, other.ID, orchestrator.ScheduleParams{Overlap: orchestrator.OverlapAllow}); err != nil { // wakes the loop
 		t.Fatal(err)
 	}
-	waitUntil(t, "the new schedule to fire", func() bool { return len(scheduled(t, c, other.ID)) == 1 })
-}
-
-// waitUntil waits for cond, checking every few milliseconds, for at most 30 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 30*time.Second, "the new schedule to fire", func() bool { return len(scheduled(t, c, other.ID)) == 1 })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/internal/testkit/callbackcase"
 	"github.com/agentorchestrator/orchestrator/store"
 )
@@ -149,11 +150,8 @@ func TestSyncStartReadsTheSessionOnly(t *testing.T) {
 	for w == nil || len(w.Runs) == 0 { // the start may not have created its run yet: a long poll waits for it
 		w = poll(t, c, a.RunnerID, 1)
 	}
-	for deadline := time.Now().Add(10 * time.Second); st.sessions.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) { // the start's first look, before it parks, reads the session
-			t.Fatalf("the sync start read its session %d times and its run %d times before parking, want 1 and 0", st.sessions.Load(), st.runs.Load())
-		}
-	}
+	// The start's first look, before it parks, reads the session.
+	testkit.WaitFor(t, 10*time.Second, "the sync start to read its session before parking", func() bool { return st.sessions.Load() > 0 })
 	runs, sessions := st.runs.Load(), st.sessions.Load()
 	if err := c.ReportRun(ctx, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: w.Runs[0].Run.ID, Status: orchestrator.RunCompleted,
 		Result: &orchestrator.Result{ResultText: "done"}}); err != nil {

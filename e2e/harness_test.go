@@ -26,6 +26,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 )
 
 // Deadlines. The machine may be small and busy (two cores, other test suites, race-instrumented
@@ -33,7 +34,6 @@ import (
 const (
 	startTimeout = 30 * time.Second // a process up and ready
 	runTimeout   = 30 * time.Second // a short run from POST /runs to its end
-	pollEvery    = 25 * time.Millisecond
 )
 
 // cluster is one test's world: a temporary directory, and every process the test starts. Each process has
@@ -319,26 +319,26 @@ func (co *coordinator) launch() error {
 	co.proc = co.c.start(fmt.Sprintf("coordinator-%d", co.starts), "coordinator", args,
 		"ORCHESTRATOR_ADMIN_TOKEN=", "ORCHESTRATOR_CLIENT_TOKEN=", "ORCHESTRATOR_RUNNER_TOKEN=")
 	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for {
+	var err error
+	if !testkit.Until(startTimeout, func() bool {
 		if co.proc.exited() {
 			out := co.proc.output()
+			err = fmt.Errorf("exited (%s) before it was ready:\n%s", co.proc.status(), out)
 			if strings.Contains(out, "address already in use") {
-				return errAddrInUse
+				err = errAddrInUse
 			}
-			return fmt.Errorf("exited (%s) before it was ready:\n%s", co.proc.status(), out)
+			return true
 		}
-		if resp, err := hc.Get(co.url + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		resp, herr := hc.Get(co.url + "/health")
+		if herr != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not healthy within %s:\n%s", startTimeout, co.proc.output())
-		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		return fmt.Errorf("not healthy within %s:\n%s", startTimeout, co.proc.output())
 	}
+	return err
 }
 
 // kill SIGKILLs the coordinator and waits until it is gone.
@@ -368,17 +368,16 @@ func (co *coordinator) restart(t *testing.T) {
 
 // waitPortFree waits until port can be listened on, or returns why not once timeout has passed.
 func waitPortFree(port int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err == nil {
-			return l.Close()
+	var err error
+	testkit.Until(timeout, func() bool {
+		var l net.Listener
+		if l, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			err = l.Close()
+			return true
 		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return err
 }
 
 // adminToken is the token with every right ("" when the API is open).
@@ -577,17 +576,7 @@ func (a *api) runners() []*orchestrator.RunnerInfo {
 // message.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, state)
-		}
-		time.Sleep(pollEvery)
-	}
+	testkit.WaitForState(t, timeout, what, cond)
 }
 
 // waitStatus waits until the session has one of the statuses.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 )
 
 // procStat is what the tests need of /proc/<pid>/stat.
@@ -100,12 +102,8 @@ func tagged(marker string) []procStat {
 func killTagged(marker string, timeout time.Duration) []string {
 	var found []string
 	seen := map[int]bool{}
-	deadline := time.Now().Add(timeout)
-	for {
+	if !testkit.Until(timeout, func() bool {
 		live := tagged(marker)
-		if len(live) == 0 {
-			return found
-		}
 		for _, s := range live {
 			if !seen[s.pid] {
 				seen[s.pid] = true
@@ -113,11 +111,11 @@ func killTagged(marker string, timeout time.Duration) []string {
 			}
 			_ = syscall.Kill(s.pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			return append(found, "and some could not be killed")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(live) == 0
+	}) {
+		return append(found, "and some could not be killed")
 	}
+	return found
 }
 
 // readPids reads a pids file written by testagent (its own pid first, then its grandchildren's).

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"github.com/agentorchestrator/orchestrator/executor/gofunc"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/runner"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
@@ -253,17 +254,11 @@ func TestGatewayLifecycle(t *testing.T) {
 
 	// Cancelling the Start context closes the gateway.
 	cancel()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitForState(t, 10*time.Second, "the gateway to stop serving after its context ended", func() (bool, string) {
 		_, err := c.GetSession(ctx, a.SessionID)
-		if err != nil && !errors.Is(err, orchestrator.ErrUnauthorized) {
-			break // connection refused: the listener is gone
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway still serving after its context ended: %v", err)
-		}
-		runtime.Gosched()
-	}
+		// Connection refused: the listener is gone.
+		return err != nil && !errors.Is(err, orchestrator.ErrUnauthorized), fmt.Sprintf("GetSession: %v", err)
+	})
 	if env, _ := gw.Open(assignment(a)); env != nil {
 		t.Fatalf("Open after Close = %v, want no gateway", env)
 	}

@@ -12,6 +12,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/store"
 )
 
@@ -29,13 +30,10 @@ func openPolls(h http.Handler) int {
 
 func waitOpenPolls(t *testing.T, h http.Handler, want int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for openPolls(h) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d long polls open, want %d", openPolls(h), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitForState(t, 30*time.Second, fmt.Sprintf("%d long polls open", want), func() (bool, string) {
+		n := openPolls(h)
+		return n == want, fmt.Sprintf("%d open", n)
+	})
 }
 
 // hold starts a long poll (a wait for a session that does not end) with token, and returns the function

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/runner"
 )
 
@@ -298,17 +300,10 @@ func TestRunnerRegistersAgainWhenRevoked(t *testing.T) {
 	if rec.Code != http.StatusNoContent {
 		t.Fatalf("DELETE /runners/{id}: %d %s", rec.Code, rec.Body)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.WaitForState(t, 20*time.Second, "the runner to register again after its removal", func() (bool, string) {
 		list := must[[]*orchestrator.RunnerInfo](t, "ListRunners")(admin.ListRunners(ctx))
-		if list[0].Status == orchestrator.RunnerOnline && list[0].RegisteredAt.After(before.RegisteredAt) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the runner did not register again after its removal: %+v", list[0])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return list[0].Status == orchestrator.RunnerOnline && list[0].RegisteredAt.After(before.RegisteredAt), fmt.Sprintf("%+v", list[0])
+	})
 	res := must[*orchestrator.StartRunResult](t, "StartRun")(env.client(t, clientTok).StartRun(ctx, orchestrator.StartRunParams{
 		AgentName: "task", Mode: orchestrator.ModeSync, Wait: 20 * time.Second,
 	}))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
 
@@ -115,10 +116,7 @@ func dumpStacks(t *testing.T, cmd *exec.Cmd, stderr *lockedBuffer) {
 	t.Helper()
 	if cmd.Process != nil && cmd.ProcessState == nil {
 		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(stderr.String(), "goroutine ") && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.Until(5*time.Second, func() bool { return strings.Contains(stderr.String(), "goroutine ") })
 	}
 	var own bytes.Buffer
 	_ = pprof.Lookup("goroutine").WriteTo(&own, 2)

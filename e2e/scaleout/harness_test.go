@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 )
 
@@ -153,20 +154,23 @@ func startCoordinator(tb testing.TB, name, dsn string, extra ...string) (*proc, 
 	tb.Helper()
 	args := append([]string{"-addr", "127.0.0.1:0", "-db", dsn}, extra...)
 	p := start(tb, name, bin(tb, "coordinator"), args...)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var url string
+	if !testkit.Until(30*time.Second, func() bool {
 		b, _ := os.ReadFile(p.log)
 		if m := listeningRE.FindSubmatch(b); m != nil {
-			return p, "http://" + string(m[1])
+			url = "http://" + string(m[1])
+			return true
 		}
 		select {
 		case <-p.done:
 			tb.Fatalf("%s exited before listening:\n%s", name, p.tail(40))
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
+		return false
+	}) {
+		tb.Fatalf("%s did not listen within 30s:\n%s", name, p.tail(40))
 	}
-	tb.Fatalf("%s did not listen within 30s:\n%s", name, p.tail(40))
-	return nil, ""
+	return p, url
 }
 
 // readLines returns the lines of a file (none when it does not exist).

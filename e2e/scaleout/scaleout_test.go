@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 )
 
 // maxWakeLatency bounds created → claimed for a run created through one coordinator for a runner parked on
@@ -188,23 +189,19 @@ func newClient(t *testing.T, urls string) *httpapi.Client {
 // waitAgents waits until the coordinator lists every agent.
 func waitAgents(t *testing.T, c *httpapi.Client, names ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("agents %v to be registered", names), func() bool {
 		agents, err := c.ListAgents(t.Context(), orchestrator.ListAgentsParams{})
-		if err == nil {
-			have := 0
-			for _, a := range agents {
-				if slices.Contains(names, a.Name) {
-					have++
-				}
-			}
-			if have == len(names) {
-				return
+		if err != nil {
+			return false
+		}
+		have := 0
+		for _, a := range agents {
+			if slices.Contains(names, a.Name) {
+				have++
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("agents %v not registered within 30s", names)
+		return have == len(names)
+	})
 }
 
 // ack is a run a coordinator acknowledged (201).
@@ -272,18 +269,11 @@ func produce(t *testing.T, clients []*httpapi.Client, workers, total int, durati
 // waitTerminal waits until every run has ended.
 func waitTerminal(t *testing.T, c *httpapi.Client, acked []ack, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testkit.WaitForState(t, timeout, "every run to end", func() (bool, string) {
 		open, err := c.ListRuns(t.Context(), orchestrator.RunFilter{Statuses: []orchestrator.RunStatus{
 			orchestrator.RunPending, orchestrator.RunClaimed, orchestrator.RunRunning}})
-		if err == nil && len(open) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runs still open after %s: %d (%v)", timeout, len(open), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && len(open) == 0, fmt.Sprintf("%d runs open (%v)", len(open), err)
+	})
 }
 
 // checkExactlyOnce checks that every acknowledged run completed and its agent logged it exactly once, and

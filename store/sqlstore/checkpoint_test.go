@@ -10,6 +10,7 @@ import (
 	"time"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -58,19 +59,15 @@ func TestWALStartsOverUnderSustainedWrites(t *testing.T) {
 	}()
 
 	first := walRestarts(t, path+"-wal")
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for walRestarts(t, path+"-wal")-first < 3 {
+	testkit.WaitForState(t, 30*time.Second, "the WAL to start over 3 times under writes", func() (bool, string) {
 		select {
 		case err := <-wrote:
 			t.Fatalf("writes stopped: %v", err)
-		case <-tick.C:
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the WAL started over %d times in 30 s of writes, want 3", walRestarts(t, path+"-wal")-first)
-		}
-	}
+		n := walRestarts(t, path+"-wal") - first
+		return n >= 3, fmt.Sprintf("%d restarts", n)
+	})
 	stop()
 	if err := <-wrote; err != nil {
 		t.Fatal(err)

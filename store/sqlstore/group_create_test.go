@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/internal/testkit/pgtest"
 	"github.com/agentorchestrator/orchestrator/store"
 )
@@ -55,11 +56,7 @@ func TestKeyedCreationsGroup(t *testing.T) {
 	}
 	waitFor := func(what string, done func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !done(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("gave up waiting for %s", what)
-			}
-		}
+		testkit.WaitFor(t, 30*time.Second, what, done)
 	}
 	create(0)
 	// The first creation waits on the lock, alone in its statement; only then do the others come.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/store/sqlstore"
 )
 
@@ -51,17 +52,14 @@ func TestCheckWrite(t *testing.T) {
 				}
 			}
 			waitCheck := func(wantErr bool) error {
-				deadline := time.Now().Add(30 * time.Second)
-				for {
-					err := s.CheckWrite(ctx)
-					if (err != nil) == wantErr {
-						return err
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("CheckWrite = %v, still, want an error: %v", err, wantErr)
-					}
-					time.Sleep(50 * time.Millisecond)
+				var err error
+				if !testkit.Until(30*time.Second, func() bool {
+					err = s.CheckWrite(ctx)
+					return (err != nil) == wantErr
+				}) {
+					t.Fatalf("CheckWrite = %v, still, want an error: %v", err, wantErr)
 				}
+				return err
 			}
 			exec(tc.failing)
 			t.Logf("CheckWrite while writes fail: %v", waitCheck(true))
