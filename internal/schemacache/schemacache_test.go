@@ -40,11 +40,11 @@ func TestCache(t *testing.T) {
 					return
 				}
 				if _, errs, _ := s.Normalize(json.RawMessage(`{"n":100}`)); len(errs) != 1 {
-					t.Errorf("schema %s, params {\"n\":100}: got %s, want one error", raw, formatFieldErrors(errs))
+					t.Errorf("schema %s, params {\"n\":100}: got %+v, want one error", raw, errs)
 					return
 				}
 				if out, errs, err := s.Normalize(json.RawMessage(`{"n":0}`)); string(out) != `{"d":1,"n":0}` {
-					t.Errorf("schema %s, params {\"n\":0}: got %s, %s, %v; want {\"d\":1,\"n\":0}", raw, out, formatFieldErrors(errs), err)
+					t.Errorf("schema %s, params {\"n\":0}: got %s, %+v, %v; want {\"d\":1,\"n\":0}", raw, out, errs, err)
 					return
 				}
 				if _, err := c.Compile(bad); orchestrator.ErrorCode(err) != "invalid_schema" {
@@ -111,15 +111,4 @@ func TestCompileOutput(t *testing.T) {
 	if !errors.Is(err, orchestrator.ErrInvalid) || orchestrator.ErrorCode(err) != "invalid_schema" || !strings.HasPrefix(err.Error(), "output_schema: ") {
 		t.Errorf("CompileOutput of a bad schema = %v, want invalid_schema naming output_schema", err)
 	}
-}
-
-func formatFieldErrors(errs []orchestrator.FieldError) string {
-	if len(errs) == 0 {
-		return "(none)"
-	}
-	var b strings.Builder
-	for _, e := range errs {
-		fmt.Fprintf(&b, "\n\t{path: %q, message: %q, schema_path: %q}", e.Path, e.Message, e.SchemaPath)
-	}
-	return b.String()
 }
