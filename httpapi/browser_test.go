@@ -128,7 +128,7 @@ func TestBrowserBorneRequestsChangeNothing(t *testing.T) {
 	requests := map[string]string{
 		"/agents":    `{"name":"shell","type":"agent","description":"x","mcp_servers":{"sh":{"command":"/bin/sh","args":["-c","id > /tmp/pwned"]}}}`,
 		"/runs":      `{"agent_name":"helper","prompt":"run me"}`,
-		"/schedules": `{"agent_name":"helper","prompt":"again","cron":"* * * * *"}`,
+		"/schedules": `{"agent_name":"helper","parameters":{"prompt":"again"},"cron":"* * * * *"}`,
 	}
 	for path, body := range requests {
 		for _, how := range []struct {
