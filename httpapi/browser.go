@@ -35,22 +35,20 @@ import (
 // With tokens a page has no token to send (the API reads no cookies), so the Host check is left to the
 // deployments that ask for it; the Origin check stays, for a proxy in front that adds credentials.
 
-// browserPolicy says which of the browser checks a route skips.
+// browserPolicy says which of the browser checks a route skips. The zero value skips none.
 type browserPolicy int
 
 const (
-	// policyAPI: every check.
-	policyAPI browserPolicy = iota
 	// policyProbe: no Host or Origin check. A liveness or readiness probe names the coordinator by
 	// whatever address it has (a pod's IP, a Service's name), and the answers hold nothing.
-	policyProbe
+	policyProbe browserPolicy = iota + 1
 	// policyPage: the dashboard's pages, which a link on another site may open: a browser's navigation
 	// to them (a GET with Sec-Fetch-Mode: navigate) is let through from any site. Their API calls are
 	// checked as any other.
 	policyPage
 )
 
-// browserPolicies are the routes whose checks differ from policyAPI's.
+// browserPolicies are the routes that skip a check.
 var browserPolicies = map[string]browserPolicy{
 	"GET /health": policyProbe,
 	"GET /ready":  policyProbe,
