@@ -79,16 +79,17 @@ func (r *Runner) execute(ctx context.Context, ar *activeRun) {
 			}
 		}
 		var activeOnce sync.Once
-		sink := orchestrator.EventSinkFunc(func(_ context.Context, events ...orchestrator.Event) error {
+		events := &runEvents{r: r, sessionID: run.SessionID, log: log}
+		sink := orchestrator.EventSinkFunc(func(_ context.Context, evs ...orchestrator.Event) error {
 			// The session shows running before its first events are visible.
 			activeOnce.Do(func() { close(active); <-started })
-			_, err := r.co.AppendEvents(bg, run.SessionID, events)
-			return err
+			return events.Emit(bg, evs...)
 		})
 		res, err = r.cfg.Executor.Execute(ctx, inv, sink)
 		if closeGW != nil {
 			closeGW()
 		}
+		events.reportDropped(bg) // what the coordinator did not store, if it has not been said yet
 	}
 	close(execDone)
 	r.executed(ar)

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator/internal/traces"
@@ -181,6 +182,8 @@ type Runner struct {
 	maxResult int64
 	// link says when the coordinator stops and starts answering.
 	link *link
+	// eventBudget bounds the size of one call of events (see events.go).
+	eventBudget atomic.Int64
 }
 
 type activeRun struct {
@@ -282,6 +285,7 @@ func New(cfg Config) (*Runner, error) {
 		link:       &link{log: cfg.Logger},
 	}
 	r.reports = r.newReportQueue()
+	r.eventBudget.Store(eventCallBytes)
 	return r, nil
 }
 
