@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/coordinator"
@@ -35,20 +34,7 @@ func (e linesExecutor) Execute(ctx context.Context, _ *orchestrator.Invocation, 
 // runLines runs one echo run on a runner over co executing ex, and returns the session's events.
 func runLines(t *testing.T, c *coordinator.Coordinator, co runner.Coordinator, ex orchestrator.Executor) []*orchestrator.Event {
 	t.Helper()
-	r, err := runner.New(runner.Config{Coordinator: co, Executor: ex, Blueprints: []*orchestrator.Blueprint{echoBlueprint()},
-		Hostname: "test-host", ProjectDir: t.TempDir(), ShutdownGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan struct{})
-	go func() { _ = r.Run(ctx); close(exited) }()
-	t.Cleanup(func() { cancel(); <-exited })
-	select {
-	case <-r.Registered():
-	case <-time.After(10 * time.Second):
-		t.Fatal("runner did not register")
-	}
+	startEchoRunner(t, runner.Config{Coordinator: co, Executor: ex})
 	res := syncEcho(t, c)
 	if res.Status != orchestrator.SessionCompleted {
 		t.Fatalf("run %s: %s", res.Status, res.Error)
