@@ -25,10 +25,11 @@ const (
 	// so that a run's queue holds at most this much whatever its lines' length: 256 lines of the default
 	// 16 KiB limit, or 10,000 short ones.
 	MaxPendingBytes = 4 << 20
-	// maxBatch bounds the events handed to the sink in one Emit call, and maxBatchBytes their data: one
-	// call then fits one request of the HTTP API (2 MiB by default) with room for the events' envelopes.
+	// maxBatch bounds the events handed to the sink in one Emit call, and maxBatchBytes their data: with
+	// their envelopes, one call then fits one call of the runner's to the coordinator (at most 1 MiB, half
+	// the HTTP API's default body limit).
 	maxBatch      = 500
-	maxBatchBytes = 1 << 20
+	maxBatchBytes = 896 << 10
 	// errorTailBytes bounds the stderr tail that becomes Result.Error when the program fails.
 	errorTailBytes = 2048
 	// FlushTimeout bounds delivering the last stderr events once the program has ended, so a sink that
