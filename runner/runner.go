@@ -6,7 +6,8 @@
 // A runner checks a run's environment against the blueprint it executes
 // ([orchestrator.Blueprint.CheckRunEnv]) whatever the coordinator checked, and cuts a result larger than the
 // coordinator accepts ([orchestrator.Registration].MaxResultBytes) to fit, saying so
-// ([orchestrator.EventOutputTruncated]).
+// ([orchestrator.EventOutputTruncated]). It sends a run's events in calls that fit the coordinator's limits,
+// and counts the stderr lines the coordinator did not store in an [orchestrator.EventStderrDropped] event.
 package runner
 
 import (

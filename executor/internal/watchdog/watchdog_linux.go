@@ -38,21 +38,24 @@ var ownerMark = sync.OnceValue(func() string {
 // Env is the EnvOwner entry ("AGENT_ORCHESTRATOR_OWNER=…") for the environment of the programs this process
 // starts, to be set after every other: the watchdog finds them by it. It is "" where the mark cannot be
 // made (no /proc).
-func Env() string {
+func Env() string { return envEntry() }
+
+var envEntry = sync.OnceValue(func() string {
 	if m := ownerMark(); m != "" {
 		return EnvOwner + "=" + m
 	}
 	return ""
-}
+})
 
-func pidNamespace() string {
+// pidNamespace is the inode number of this process's pid namespace.
+var pidNamespace = sync.OnceValue(func() string {
 	link, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
 		return ""
 	}
 	// "pid:[4026531836]"
 	return strings.TrimSuffix(strings.TrimPrefix(link, "pid:["), "]")
-}
+})
 
 // procStat is what the watchdog needs of /proc/<pid>/stat.
 type procStat struct {
