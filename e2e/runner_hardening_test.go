@@ -115,6 +115,10 @@ func TestRunnerSIGKILLEndsItsAgentsProcesses(t *testing.T) {
 	t.Logf("the agent and its grandchild were gone %s after the kill (they ignore SIGTERM: the watchdog's grace is 5s)",
 		time.Since(killedAt).Round(time.Millisecond))
 	waitGone(t, 30*time.Second, "the watchdog to exit", watchdog)
+	// The runner's own watchdog did it, and said so on the runner's stderr before it exited.
+	if out := r.output(); !strings.Contains(out, "the runner that started them is gone: ended 2 processes") {
+		t.Errorf("the runner's output does not say its watchdog ended the agent and its grandchild:\n%s", out)
+	}
 }
 
 // A runner killed together with its watchdog leaves its agent's processes behind; when the runner starts

@@ -12,8 +12,9 @@
 // it leads one — by SIGTERM, then SIGKILL after [Grace], and exits. A run costs nothing more than that one
 // environment variable: the watchdog learns of no run.
 //
-// When a watchdog starts, it also ends the leftovers of owners that no longer run (a runner killed with its
-// watchdog, say), so that a runner that starts again cleans up what its previous incarnation left.
+// When a watchdog starts, it also ends the leftovers of owners that no longer run and whose watchdogs are
+// gone too (a runner killed with its watchdog, say), so that a runner that starts again cleans up what its
+// previous incarnation left; an owner that has just died is left to its own watchdog and its grace.
 //
 // A process is ended only when, read through a pidfd (which refers to that one process, whatever happens to
 // its pid), its own environment carries the mark of a dead owner of this pid namespace — or, for the

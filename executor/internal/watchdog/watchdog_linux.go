@@ -111,9 +111,24 @@ func ownerAlive(mark string) bool {
 }
 
 // leftover is the watchdog's rule at its start: a mark names a leftover when its owner, not the
-// watchdog's own, is known dead.
-func leftover(owner string) func(mark string) bool {
-	return func(mark string) bool { return mark != owner && !ownerAlive(mark) }
+// watchdog's own, is known dead and has no watchdog left (watched: the owners whose watchdogs run). An owner
+// that just died is its own watchdog's to clean up after, with the grace that one gives.
+func leftover(owner string, watched map[string]bool) func(mark string) bool {
+	return func(mark string) bool { return mark != owner && !watched[mark] && !ownerAlive(mark) }
+}
+
+// liveWatchdogs returns the owners whose watchdogs run.
+func liveWatchdogs() map[string]bool {
+	out := map[string]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if mark, ok := environValue(pid, envWatchdog); ok {
+				out[mark] = true
+			}
+		}
+	}
+	return out
 }
 
 // startWatchdog starts this process's watchdog: this executable run again with envWatchdog, in a process
@@ -162,7 +177,7 @@ func watchdog(owner string, pipe *os.File, logTo io.Writer) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(logTo, "orchestrator watchdog (pid %d): "+format+"\n", append([]any{os.Getpid()}, args...)...)
 	}
-	if n := reap(leftover(owner), 0); n > 0 {
+	if n := reap(leftover(owner, liveWatchdogs()), 0); n > 0 {
 		logf("ended %d processes left by runners that no longer run", n)
 	}
 	_, _ = io.Copy(io.Discard, pipe) // returns when the owner is gone: nothing writes to the pipe
@@ -254,7 +269,7 @@ func marked(match func(string) bool) []target {
 		if err != nil {
 			continue
 		}
-		mark, ok := environMark(pid)
+		mark, ok := environValue(pid, EnvOwner)
 		st, live := readStat(pid)
 		if !ok || !live || st.state == 'Z' || st.state == 'X' || !match(mark) || h.Signal(syscall.Signal(0)) != nil {
 			_ = h.Release()
@@ -269,13 +284,13 @@ func marked(match func(string) bool) []target {
 	return out
 }
 
-// environMark returns the EnvOwner value in the environment of process pid, and whether it has one.
-func environMark(pid int) (string, bool) {
+// environValue returns the value of name in the environment of process pid, and whether it has one.
+func environValue(pid int, name string) (string, bool) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return "", false
 	}
-	prefix := []byte(EnvOwner + "=")
+	prefix := []byte(name + "=")
 	for _, kv := range bytes.Split(b, []byte{0}) {
 		if bytes.HasPrefix(kv, prefix) {
 			return string(kv[len(prefix):]), true

@@ -174,8 +174,9 @@ func sleeper(t *testing.T, mark string) process {
 }
 
 // The rule of what is a leftover, and reap applying it: only a process whose own environment names a dead
-// owner of this pid namespace is ended. A process without a mark, one whose owner lives, one whose owner's
-// pid now belongs to another process (a dead owner), and one of another namespace are told apart.
+// owner of this pid namespace, whose watchdog does not run, is ended. A process without a mark, one whose
+// owner lives, one whose owner's pid now belongs to another process (a dead owner), one of another
+// namespace, and one whose dead owner's watchdog runs are told apart.
 func TestReapEndsOnlyLeftovers(t *testing.T) {
 	t.Parallel()
 	ns := pidNamespace()
@@ -188,14 +189,26 @@ func TestReapEndsOnlyLeftovers(t *testing.T) {
 	reusedMark := fmt.Sprintf("%s:%d:%d", ns, os.Getpid(), startTime(os.Getpid())+1) // this pid, but not this process
 	otherNS := fmt.Sprintf("%s9:%d:%d", ns, dead.Process.Pid, 1)
 
-	rule := leftover("")
-	for mark, want := range map[string]bool{self: false, deadMark: true, reusedMark: true, otherNS: false, "garbage": false, "": false} {
+	watchedMark := fmt.Sprintf("%s:%d:%d", ns, dead.Process.Pid, 2) // dead, but its watchdog runs
+
+	rule := leftover("", map[string]bool{watchedMark: true})
+	for mark, want := range map[string]bool{self: false, deadMark: true, reusedMark: true, otherNS: false, watchedMark: false, "garbage": false, "": false} {
 		if got := rule(mark); got != want {
 			t.Errorf("leftover(%q) = %v, want %v", mark, got, want)
 		}
 	}
-	if leftover(deadMark)(deadMark) {
+	if leftover(deadMark, nil)(deadMark) {
 		t.Error("a watchdog took its own owner's processes for leftovers")
+	}
+	// A watchdog is known by its environment.
+	wd := exec.Command("/bin/sleep", "300")
+	wd.Env = []string{envWatchdog + "=" + watchedMark}
+	if err := wd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wd.Process.Kill(); _ = wd.Wait() })
+	if !liveWatchdogs()[watchedMark] {
+		t.Errorf("liveWatchdogs does not list the watchdog of %s", watchedMark)
 	}
 
 	unmarked, ours, orphan, reused, foreign := sleeper(t, ""), sleeper(t, self), sleeper(t, deadMark), sleeper(t, reusedMark), sleeper(t, otherNS)
