@@ -15,6 +15,11 @@ const (
 	// EventStderr: one line a deterministic command wrote to stderr ({"line": "..."}, with "truncated": true
 	// when the line was cut at the executor's limit).
 	EventStderr = "stderr"
+	// EventStderrDropped: stderr lines that could not be kept ({"dropped_lines": n, "reason": …}): the
+	// executor's queue was full ("queue_full": the program wrote faster than the session could record), or
+	// the coordinator did not store them ("not_stored", with "error"). It stands where the lines would have
+	// been, so a reader knows the log has a gap and how large.
+	EventStderrDropped = "stderr_dropped"
 	// EventProgress: a progress note from an executor ({"message": "..."}).
 	EventProgress = "progress"
 	// EventToolCall and EventToolResult: an AI agent's tool use.

@@ -20,12 +20,18 @@ func (e outputExecutor) Execute(context.Context, *orchestrator.Invocation, orche
 	return &orchestrator.Result{ResultType: "deterministic", ResultText: e.text, ExitCode: &zero}, nil
 }
 
-func startOutputRunner(t *testing.T, c orchestrator.Coordinator, text string, maxResult int64) {
+func startOutputRunner(t *testing.T, c runner.Coordinator, text string, maxResult int64) {
 	t.Helper()
-	r, err := runner.New(runner.Config{
-		Coordinator: c, Executor: outputExecutor{text}, Blueprints: []*orchestrator.Blueprint{echoBlueprint()},
-		Hostname: "test-host", ProjectDir: t.TempDir(), MaxResultBytes: maxResult, ShutdownGrace: time.Second,
-	})
+	startEchoRunner(t, runner.Config{Coordinator: c, Executor: outputExecutor{text}, MaxResultBytes: maxResult})
+}
+
+// startEchoRunner starts a runner announcing the echo blueprint, with cfg's coordinator, executor and
+// settings, and waits until it has registered. It stops when the test ends.
+func startEchoRunner(t *testing.T, cfg runner.Config) {
+	t.Helper()
+	cfg.Blueprints = []*orchestrator.Blueprint{echoBlueprint()}
+	cfg.Hostname, cfg.ProjectDir, cfg.ShutdownGrace = "test-host", t.TempDir(), time.Second
+	r, err := runner.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

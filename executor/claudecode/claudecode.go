@@ -84,7 +84,9 @@
 // A resume run (Invocation.Mode resume) passes --resume with the session's executor session id (Claude
 // Code's session id, recorded from the executor_session event) and the new prompt. Cancelling the context
 // stops the CLI's whole process group (SIGTERM, then SIGKILL after [Config].StopGrace); the Result then
-// says "stopped". The executor never emits a result event: it returns the Result, which the runner reports.
+// says "stopped"; should the process running the executor be killed outright, its watchdog (started by
+// [New]) ends the group. The executor never emits a result event: it returns the Result, which the runner
+// reports.
 package claudecode
 
 import (
@@ -100,6 +102,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/internal/watchdog"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
 	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
@@ -139,8 +142,11 @@ type Config struct {
 	// StopGrace is how long a stopped CLI has between SIGTERM and SIGKILL. Zero or negative means
 	// DefaultStopGrace (5s).
 	StopGrace time.Duration
-	// MaxStderrLine caps the length in bytes of one stderr line in an event. Zero means
-	// DefaultMaxStderrLine (16 KiB).
+	// MaxStderrLine caps the length in bytes of one stderr line in an event; the rest of a longer line is
+	// dropped, and the event says how much ("truncated": true). Zero means DefaultMaxStderrLine (16 KiB);
+	// values below 64 are raised to 64, values above 64 KiB lowered to 64 KiB, so that one event stays far
+	// below the coordinator's limit for an event. Lines a program writes faster than its session records
+	// them are counted in a stderr_dropped event rather than held without bound.
 	MaxStderrLine int
 	// Isolation keeps the CLI from the runner: the runner's credentials are not inherited and, with
 	// Isolation.User, the CLI runs as another user, who is given the run's MCP configuration (see
@@ -186,6 +192,7 @@ func New(cfg Config) *Executor {
 		cfg.DefaultOutputRetries = 0
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
+	watchdog.Watch(cfg.Logger) // the programs die with this process, however it dies; leftovers of a dead one too
 	return &Executor{cfg: cfg, schemas: schemacache.New(64), euid: os.Geteuid}
 }
 

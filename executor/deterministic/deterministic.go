@@ -35,6 +35,10 @@
 // grandchild survives the run (background jobs included); a process that leaves the group (setsid) is
 // beyond reach, and after a short wait its pipes are closed under it so the run still ends.
 //
+// Should the process running the executor be killed outright, its watchdog (started by [New]) ends the
+// group, and every process carrying that process's mark (AGENT_ORCHESTRATOR_OWNER in its environment):
+// SIGTERM, then SIGKILL 5s later.
+//
 // A stopped run returns its partial Result with Error "stopped" and a nil error: stopping is an outcome of
 // the run, not a failure of the executor. A timed-out run returns Error "timed out after 5s".
 //
@@ -56,6 +60,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/internal/watchdog"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
 	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
@@ -80,8 +85,10 @@ type Config struct {
 	// means DefaultStopGrace (5s).
 	StopGrace time.Duration
 	// MaxStderrLine caps the length in bytes of one stderr line in an event; the rest of a longer line is
-	// dropped and the event says how much. Zero means DefaultMaxStderrLine (16 KiB); values below 64 are
-	// raised to 64.
+	// dropped, and the event says how much ("truncated": true). Zero means DefaultMaxStderrLine (16 KiB);
+	// values below 64 are raised to 64, values above 64 KiB lowered to 64 KiB, so that one event stays far
+	// below the coordinator's limit for an event. Lines a program writes faster than its session records
+	// them are counted in a stderr_dropped event rather than held without bound.
 	MaxStderrLine int
 	// Isolation keeps programs from the runner: the runner's credentials are not inherited and, with
 	// Isolation.User, programs run as another user (see executor/isolation). The zero value hides the
@@ -107,6 +114,7 @@ func New(cfg Config) *Executor {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
+	watchdog.Watch(cfg.Logger) // the programs die with this process, however it dies; leftovers of a dead one too
 	return &Executor{cfg: cfg, schemas: schemacache.New(64)}
 }
 

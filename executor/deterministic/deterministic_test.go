@@ -633,7 +633,8 @@ func TestStderrBatching(t *testing.T) {
 }
 
 // A sink slower than the program never blocks the program: it runs to its end while the sink is stuck,
-// the lines beyond the queue's bound are dropped, and a marker event says how many.
+// the lines beyond the queue's bound are dropped, and stderr_dropped events say how many: the lines kept
+// and the lines counted add up to every line the program wrote.
 func TestSlowSinkDoesNotBlockTheProgram(t *testing.T) {
 	t.Parallel()
 	// More than the queue holds even with a full pipe buffer (64 KiB, ~6000 of these lines) still unread
@@ -675,16 +676,25 @@ func TestSlowSinkDoesNotBlockTheProgram(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var marker string
+	kept, dropped, markers := 0, 0, 0
 	for _, ev := range got {
-		var d struct{ Line string }
-		_ = ev.DecodeData(&d)
-		if strings.Contains(d.Line, "stderr lines dropped") {
-			marker = d.Line
+		switch ev.Type {
+		case orchestrator.EventStderr:
+			kept++
+		case orchestrator.EventStderrDropped:
+			var d struct {
+				DroppedLines int    `json:"dropped_lines"`
+				Reason       string `json:"reason"`
+			}
+			if err := ev.DecodeData(&d); err != nil || d.DroppedLines <= 0 || d.Reason != "queue_full" {
+				t.Errorf("stderr_dropped event %s: want a positive dropped_lines and reason queue_full", ev.Data)
+			}
+			dropped += d.DroppedLines
+			markers++
 		}
 	}
-	if marker == "" || len(got) >= lines+1 {
-		t.Errorf("got %d events, marker %q; want fewer than %d and a dropped-lines marker", len(got), marker, lines+1)
+	if markers == 0 || kept+dropped != lines+1 {
+		t.Errorf("%d lines kept, %d counted dropped in %d stderr_dropped events; want some dropped, and %d in all", kept, dropped, markers, lines+1)
 	}
 }
 

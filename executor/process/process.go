@@ -19,7 +19,8 @@
 //     as JSON, to the file named by AGENT_RESULT_FILE (also in [Input].ResultFile); that file, when it
 //     exists, is the run's result and is checked against the output schema.
 //   - Stopping the run sends SIGTERM to the program's process group, then SIGKILL after
-//     [Config].StopGrace; so does the blueprint's timeout_seconds, when set, expiring.
+//     [Config].StopGrace; so does the blueprint's timeout_seconds, when set, expiring. Should the process
+//     running the executor be killed outright, its watchdog (started by [New]) does the same.
 //
 // # Results
 //
@@ -49,6 +50,7 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/executor/internal/outputcheck"
 	"github.com/agentorchestrator/orchestrator/executor/internal/proc"
+	"github.com/agentorchestrator/orchestrator/executor/internal/watchdog"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
 	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 )
@@ -82,8 +84,11 @@ type Config struct {
 	// StopGrace is how long a stopped program has between SIGTERM and SIGKILL. Zero or negative means
 	// DefaultStopGrace (5s).
 	StopGrace time.Duration
-	// MaxStderrLine caps the length in bytes of one stderr line in an event. Zero means
-	// DefaultMaxStderrLine (16 KiB).
+	// MaxStderrLine caps the length in bytes of one stderr line in an event; the rest of a longer line is
+	// dropped, and the event says how much ("truncated": true). Zero means DefaultMaxStderrLine (16 KiB);
+	// values below 64 are raised to 64, values above 64 KiB lowered to 64 KiB, so that one event stays far
+	// below the coordinator's limit for an event. Lines a program writes faster than its session records
+	// them are counted in a stderr_dropped event rather than held without bound.
 	MaxStderrLine int
 	// MaxResultBytes caps the size of the result file. Zero or negative means DefaultMaxResultBytes (8 MiB,
 	// the coordinator's default result limit).
@@ -113,6 +118,7 @@ func New(cfg Config) *Executor {
 		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
+	watchdog.Watch(cfg.Logger) // the programs die with this process, however it dies; leftovers of a dead one too
 	if strings.Contains(cfg.Path, "/") && !filepath.IsAbs(cfg.Path) {
 		if abs, err := filepath.Abs(cfg.Path); err == nil {
 			cfg.Path = abs

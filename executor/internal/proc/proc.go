@@ -3,7 +3,8 @@
 // directly (never through a shell), leading their own process group, their stdin written once and closed,
 // their stdout and stderr consumed while they run, and stopped as a group (SIGTERM, a grace period, then
 // SIGKILL) when the run's context ends or its timeout expires. Whatever way a program ends, its group gets
-// SIGKILL once it has exited, so no grandchild outlives the run.
+// SIGKILL once it has exited, so no grandchild outlives the run. Should the process that runs them be killed
+// outright, its watchdog ends them (package watchdog).
 //
 // [StderrPump] turns a program's stderr into stderr events while it runs.
 package proc
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/executor/internal/watchdog"
 	"github.com/agentorchestrator/orchestrator/executor/isolation"
 )
 
@@ -134,9 +136,10 @@ func Run(ctx context.Context, spec Spec) (*Exit, error) {
 	}
 	defer closeAll(inW, outR, errR)
 
+	watchdog.Watch(log)
 	cmd := exec.Command(spec.Path, spec.Args[1:]...)
 	cmd.Args[0] = spec.Args[0]
-	cmd.Env = spec.Env
+	cmd.Env = withOwner(spec.Env)
 	cmd.Dir = spec.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	prepareGroup(cmd)
@@ -249,6 +252,19 @@ func writeStdin(w *os.File, payload []byte, log *slog.Logger) {
 		}
 	}
 	_ = w.Close()
+}
+
+// withOwner returns env (nil: this process's) with this process's mark ([watchdog.EnvOwner]) last, so that
+// no layer can set it: the watchdog finds what this process started by it.
+func withOwner(env []string) []string {
+	mark := watchdog.Env()
+	if mark == "" {
+		return env
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(env[:len(env):len(env)], mark)
 }
 
 func closeAll(files ...*os.File) {

@@ -13,21 +13,36 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/jsonsize"
 )
 
 const (
 	// MaxPendingLines bounds the stderr lines waiting for the event sink. A sink slower than the program's
-	// stderr never blocks the program: lines beyond this are dropped and counted, and a marker event says so.
+	// stderr never blocks the program: lines beyond this, or beyond [MaxPendingBytes], are dropped and
+	// counted, and an [orchestrator.EventStderrDropped] event says how many, where they would have been.
 	MaxPendingLines = 10_000
-	// maxBatch bounds the events handed to the sink in one Emit call.
-	maxBatch = 500
+	// MaxPendingBytes bounds the bytes of the stderr events (their JSON data) waiting for the event sink,
+	// so that a run's queue holds at most this much whatever its lines' length: 256 lines of the default
+	// 16 KiB limit, or 10,000 short ones.
+	MaxPendingBytes = 4 << 20
+	// maxBatch bounds the events handed to the sink in one Emit call, and maxBatchBytes their data: with
+	// their envelopes, one call then fits one call of the runner's to the coordinator (at most 1 MiB, half
+	// the HTTP API's default body limit).
+	maxBatch      = 500
+	maxBatchBytes = 896 << 10
 	// errorTailBytes bounds the stderr tail that becomes Result.Error when the program fails.
 	errorTailBytes = 2048
 	// FlushTimeout bounds delivering the last stderr events once the program has ended, so a sink that
 	// hangs cannot hold the run forever.
 	FlushTimeout = 5 * time.Second
-	// MinStderrLine is the smallest line limit a pump accepts.
+	// MinStderrLine and MaxStderrLine bound a pump's line limit: smaller values are raised, larger ones
+	// lowered. Past the upper bound, a line is cut in any case: one stderr event must stay far below the
+	// coordinator's limit for one event (256 KiB by default).
 	MinStderrLine = 64
+	MaxStderrLine = 64 << 10
+	// maxLineJSON bounds a line as JSON: a line of control characters (or <, > and &) takes up to six times
+	// its size, so a line within the byte limit is cut further when its encoding passes this.
+	maxLineJSON = 128 << 10
 )
 
 // stderrData is the payload of an [orchestrator.EventStderr] event.
@@ -44,7 +59,13 @@ type stderrData struct {
 // lines to be delivered. Lines that arrive together (in one read from the pipe) are queued before the
 // deliverer is woken, and lines that arrive while the sink is busy wait for the next Emit, so batching
 // comes from the load itself: a quiet program's line is delivered at once, never held back by a timer, and
-// a chatty program's lines go out in batches of up to maxBatch.
+// a chatty program's lines go out in batches of up to maxBatch events and maxBatchBytes.
+//
+// Nothing is lost in silence, and the memory a pump holds is bounded: a line longer than the limit is cut
+// and its event says so ("truncated": true); the queue holds at most [MaxPendingLines] lines and
+// [MaxPendingBytes]; a line that finds it full is dropped and counted, and an
+// [orchestrator.EventStderrDropped] event takes the dropped lines' place in the session. What the sink
+// fails to store is the sink's to count (the runner's does).
 type StderrPump struct {
 	sessionID string
 	maxLine   int
@@ -52,8 +73,11 @@ type StderrPump struct {
 
 	mu      sync.Mutex
 	pending []orchestrator.Event
-	dropped int
-	tail    []byte // the last stderr bytes, for Result.Error
+	// pendingBytes is the data of the events in pending; dropped counts the lines dropped since the last
+	// one queued (their stderr_dropped event is queued before the next line, or flushed at the end).
+	pendingBytes int
+	dropped      int
+	tail         []byte // the last stderr bytes, for Result.Error
 
 	wake    chan struct{} // capacity 1: "the queue has something"
 	eof     chan struct{} // closed when Read has queued its last line (or by Finish, when Read never ran)
@@ -64,9 +88,10 @@ type StderrPump struct {
 }
 
 // NewStderrPump returns a pump whose events belong to sessionID. Lines longer than maxLine bytes are cut,
-// with a marker saying how much was cut; maxLine is raised to [MinStderrLine]. logger gets sink errors.
+// with a marker saying how much was cut; maxLine is raised to [MinStderrLine] and lowered to
+// [MaxStderrLine]. logger gets sink errors.
 func NewStderrPump(sessionID string, maxLine int, logger *slog.Logger) *StderrPump {
-	maxLine = max(maxLine, MinStderrLine)
+	maxLine = min(max(maxLine, MinStderrLine), MaxStderrLine)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -142,13 +167,9 @@ func (p *StderrPump) Read(r io.Reader) {
 				skipped += len(line)
 			}
 			skipped -= len(line) - len(trimEOL(line))
-			if skipped > 0 {
-				p.add(head+fmt.Sprintf(" … [line truncated: %d more bytes]", skipped), true)
-			} else {
-				p.add(head, false)
-			}
+			p.add(head, skipped)
 		case len(line) > 0:
-			p.add(string(trimEOL(line)), false)
+			p.add(string(trimEOL(line)), 0)
 		}
 		if err != nil {
 			return // io.EOF, or the pipe was closed after the run
@@ -189,22 +210,68 @@ func trimEOL(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-func (p *StderrPump) add(line string, truncated bool) {
-	ev := orchestrator.NewEvent(orchestrator.EventStderr, stderrData{Line: line, Truncated: truncated})
-	ev.SessionID = p.sessionID
-	ev.Time = time.Now().UTC()
+// add queues a line: head, and when skipped bytes of it were cut, a marker saying how many. A line that
+// cannot fit in the queue is counted before it costs an encoding: a flood is dropped cheaply.
+func (p *StderrPump) add(head string, skipped int) {
+	line := head
+	if skipped > 0 {
+		line += truncationMarker(skipped)
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.tail = append(p.tail, line...)
 	p.tail = append(p.tail, '\n')
 	if len(p.tail) > 2*errorTailBytes {
 		p.tail = append(p.tail[:0], p.tail[len(p.tail)-errorTailBytes:]...)
 	}
-	if len(p.pending) >= MaxPendingLines {
+	full := !p.fits(len(line)) // the encoding is at least as long as the line
+	if full {
+		p.dropped++
+	}
+	p.mu.Unlock()
+	if full {
+		return
+	}
+	ev := orchestrator.NewEvent(orchestrator.EventStderr, stderrData{Line: line, Truncated: skipped > 0})
+	if len(ev.Data) > maxLineJSON {
+		// Mostly characters JSON escapes: cut the line to fit as JSON too.
+		cut := jsonsize.CutString(head, maxLineJSON-256)
+		line = cut + truncationMarker(skipped+len(head)-len(cut))
+		ev = orchestrator.NewEvent(orchestrator.EventStderr, stderrData{Line: line, Truncated: true})
+	}
+	ev.SessionID = p.sessionID
+	ev.Time = time.Now().UTC()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.fits(len(ev.Data)) {
 		p.dropped++
 		return
 	}
+	p.queueDropped()
 	p.pending = append(p.pending, ev)
+	p.pendingBytes += len(ev.Data)
+}
+
+// fits reports whether an event of size bytes fits in the queue; p.mu is held.
+func (p *StderrPump) fits(size int) bool {
+	return len(p.pending) < MaxPendingLines && p.pendingBytes+size <= MaxPendingBytes
+}
+
+func truncationMarker(skipped int) string {
+	return fmt.Sprintf(" … [line truncated: %d more bytes]", skipped)
+}
+
+// queueDropped queues the stderr_dropped event of the lines dropped since the last one queued, if any; it
+// is small, and queued even when the queue is full, so that the count is never lost. p.mu is held.
+func (p *StderrPump) queueDropped() {
+	if p.dropped == 0 {
+		return
+	}
+	ev := orchestrator.NewEvent(orchestrator.EventStderrDropped, map[string]any{"dropped_lines": p.dropped, "reason": "queue_full"})
+	ev.SessionID, ev.Time = p.sessionID, time.Now().UTC()
+	p.logger.Warn("stderr lines dropped: the event sink could not keep up", "session_id", p.sessionID, "dropped", p.dropped)
+	p.pending = append(p.pending, ev)
+	p.pendingBytes += len(ev.Data)
+	p.dropped = 0
 }
 
 func (p *StderrPump) signal() {
@@ -231,23 +298,19 @@ func (p *StderrPump) deliver(ctx context.Context, sink orchestrator.EventSink) {
 func (p *StderrPump) flush(ctx context.Context, sink orchestrator.EventSink) {
 	for {
 		p.mu.Lock()
-		n := min(len(p.pending), maxBatch)
+		p.queueDropped()
+		n, size := 0, 0
+		for n < len(p.pending) && n < maxBatch && (n == 0 || size+len(p.pending[n].Data) <= maxBatchBytes) {
+			size += len(p.pending[n].Data)
+			n++
+		}
 		batch := p.pending[:n:n]
 		p.pending = p.pending[n:]
+		p.pendingBytes -= size
 		if len(p.pending) == 0 {
 			p.pending = nil
 		}
-		dropped := p.dropped
-		p.dropped = 0
 		p.mu.Unlock()
-		if dropped > 0 {
-			ev := orchestrator.NewEvent(orchestrator.EventStderr, stderrData{
-				Line: fmt.Sprintf("[orchestrator: %d stderr lines dropped because the event sink could not keep up]", dropped),
-			})
-			ev.SessionID, ev.Time = p.sessionID, time.Now().UTC()
-			batch = append(batch, ev)
-			p.logger.Warn("stderr lines dropped: event sink too slow", "session_id", p.sessionID, "dropped", dropped)
-		}
 		if len(batch) == 0 {
 			return
 		}
