@@ -41,6 +41,10 @@ const (
 	// accepts ("result_bytes" and "kept_bytes" are sizes as JSON, "result_data_dropped",
 	// "result_text_bytes", "kept_text_bytes").
 	EventOutputTruncated = "output_truncated"
+	// EventUsage: what one model call (or any spend an agent reports) consumed, as a delta: a [Usage] with
+	// its Model set and Models empty ({"model", "input_tokens", "output_tokens", "cache_read_input_tokens",
+	// "cache_creation_input_tokens", "cost_usd"}). A zero cost_usd means the reporter does not know it.
+	EventUsage = "usage"
 )
 
 // Event is an append-only, per-session, sequence-numbered record.

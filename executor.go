@@ -46,6 +46,14 @@ type Invocation struct {
 	Metadata json.RawMessage
 	// ExecutorSessionID is the executor's own session id, for a resume.
 	ExecutorSessionID string
+	// Attempt numbers the attempts at the run's session under its retry policy, from 1. An executor that
+	// resumes its own session on a retry (Claude Code's --resume) knows by it that an earlier attempt
+	// failed; most executors can ignore it.
+	Attempt int
+	// MaxBudgetUSD, when set, is what the session's tree may still spend, in US dollars, when the run was
+	// claimed. The coordinator enforces the budget itself; an executor whose tool can bound its own spend
+	// (Claude Code's --max-budget-usd) passes it on as a second line of defence.
+	MaxBudgetUSD *float64
 	// Env is added to the environment of any process the executor starts: AGENT_SESSION_ID, AGENT_RUN_ID
 	// and, when the runner has a gateway, AGENT_ORCHESTRATOR_API_URL and AGENT_ORCHESTRATOR_TOKEN.
 	Env map[string]string

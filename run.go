@@ -71,6 +71,9 @@ type Assignment struct {
 	BlueprintName string `json:"blueprint_name"`
 	// ExecutorSessionID is the executor's id for the session, for a resume.
 	ExecutorSessionID string `json:"executor_session_id,omitempty"`
+	// MaxBudgetUSD, when set, is what the session's tree may still spend, in US dollars, at the claim (see
+	// [Invocation.MaxBudgetUSD]).
+	MaxBudgetUSD *float64 `json:"max_budget_usd,omitempty"`
 }
 
 // Work is the answer to a runner's poll: runs to execute, sessions to stop, or neither (the wait elapsed).

@@ -37,6 +37,10 @@ type Session struct {
 	Result *Result `json:"result,omitempty"`
 	// Error says why the session failed or stopped.
 	Error string `json:"error,omitempty"`
+	// ErrorCode is a machine code for why the session failed or stopped, when one is known: the
+	// [Result.ErrorCode] of its last run, or the coordinator's own reason (a timeout, a refused approval, a
+	// budget, a stopped parent, …). docs/http-api.md lists the codes.
+	ErrorCode string `json:"error_code,omitempty"`
 	// TraceID is the W3C trace id of the trace the session's first run belongs to (32 hex digits), empty
 	// when it was started without trace context and tracing is off.
 	TraceID string `json:"trace_id,omitempty"`
@@ -61,6 +65,13 @@ type Result struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Error says what went wrong, when something did.
 	Error string `json:"error,omitempty"`
+	// ErrorCode classifies a failure for machines, when the executor or the coordinator knows why: for
+	// example "timeout", or, for an AI agent whose model API failed, "api_overloaded", "api_rate_limited",
+	// "api_error" or "usage_limit". A retry policy decides by it whether a failure is passing.
+	ErrorCode string `json:"error_code,omitempty"`
+	// RetryAt, when set, is the earliest time at which running again can succeed, as the executor learned
+	// it (the reset time a usage limit names). A retry is not made before it.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// Truncated is true when the output was cut to fit a limit — the executor's output limit, or the
 	// coordinator's result limit: ResultText then holds a prefix of the output (possibly none) and
 	// ResultData may be absent. An output_truncated event of the session says what was cut.
@@ -83,6 +94,8 @@ type PermissionDenial struct {
 // Usage is what an AI agent's run consumed, as its executor reported it: tokens and cost in total, and per
 // model. Cache reads and writes are input tokens served from, or written to, the model's prompt cache.
 type Usage struct {
+	// Model names the model, in a usage event's delta (see [EventUsage]); empty in a run's total.
+	Model                    string  `json:"model,omitempty"`
 	InputTokens              int64   `json:"input_tokens"`
 	OutputTokens             int64   `json:"output_tokens"`
 	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`

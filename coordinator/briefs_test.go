@@ -104,12 +104,13 @@ func TestRunEndsWithAndWithoutBriefs(t *testing.T) {
 			// A failure records its error on the session and in its result.
 			failed := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://two.example"}`)})
 			poll(t, c, a.RunnerID, 1)
-			report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: failed.RunID, Status: orchestrator.RunFailed, Error: "boom"})
+			report(t, c, orchestrator.RunReport{RunnerID: a.RunnerID, RunID: failed.RunID, Status: orchestrator.RunFailed, Error: "boom",
+				Result: &orchestrator.Result{ErrorCode: "api_overloaded"}})
 			fs, err := c.GetSession(ctx, failed.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fs.Status != orchestrator.SessionFailed || fs.Error != "boom" || fs.Result == nil || fs.Result.Error != "boom" ||
+			if fs.Status != orchestrator.SessionFailed || fs.Error != "boom" || fs.ErrorCode != "api_overloaded" || fs.Result == nil || fs.Result.Error != "boom" ||
 				fs.Result.ResultType != "deterministic" || fs.LastEventSeq != 2 {
 				t.Fatalf("failed session = %+v, result %+v", fs, fs.Result)
 			}

@@ -182,7 +182,11 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 		"run_id": run.ID, "status": status, "error": errMsg,
 	}))
 	sessionStatus := orchestrator.SessionStatus(status)
-	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
+	errorCode := "" // a completed run clears the code an earlier run of the session left
+	if status != orchestrator.RunCompleted {
+		errorCode = res.ErrorCode
+	}
+	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, ErrorCode: &errorCode, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}

@@ -168,6 +168,7 @@ func (r *Runner) invocation(asg *orchestrator.Assignment) (*orchestrator.Invocat
 		OutputSchema:      run.OutputSchema,
 		Metadata:          run.Metadata,
 		ExecutorSessionID: asg.ExecutorSessionID,
+		MaxBudgetUSD:      asg.MaxBudgetUSD,
 		Env:               map[string]string{orchestrator.EnvSessionID: run.SessionID, orchestrator.EnvRunID: run.ID},
 	}, nil
 }

@@ -49,6 +49,9 @@ type SessionUpdate struct {
 	// ClearResult removes the result (Result must be nil).
 	ClearResult bool
 	Error       *string
+	// ErrorCode sets the session's machine-readable failure code ([orchestrator.Session.ErrorCode]); an
+	// empty string clears it.
+	ErrorCode *string
 	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
 	EndedAt      *time.Time
 	ClearEndedAt bool

@@ -151,6 +151,7 @@ type sessionRow struct {
 	ExecutorSessionID string          `bun:"executor_session_id"`
 	Result            json.RawMessage `bun:"result"`
 	Error             string          `bun:"error"`
+	ErrorCode         string          `bun:"error_code"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
 	CreatedAt         time.Time       `bun:"created_at"`
@@ -188,6 +189,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		ExecutorSessionID: s.ExecutorSessionID,
 		Result:            result,
 		Error:             s.Error,
+		ErrorCode:         s.ErrorCode,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
 		CreatedAt:         utc(s.CreatedAt),
@@ -212,6 +214,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		CurrentRunID:      row.CurrentRunID,
 		ExecutorSessionID: row.ExecutorSessionID,
 		Error:             row.Error,
+		ErrorCode:         row.ErrorCode,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
 		CreatedAt:         utc(row.CreatedAt),

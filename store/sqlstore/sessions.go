@@ -209,6 +209,9 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	if u.Error != nil {
 		q.set("error", *u.Error)
 	}
+	if u.ErrorCode != nil {
+		q.set("error_code", *u.ErrorCode)
+	}
 	switch {
 	case u.EndedAt != nil:
 		q.set("ended_at", formatTime(*u.EndedAt))

@@ -95,12 +95,12 @@ func testSessions(t *testing.T, newStore func(*testing.T) store.Store) {
 		res := &orchestrator.Result{ResultType: "agent", ResultText: "done", ExitCode: ptr(0)}
 		got, err := s.UpdateSession(ctx(t), "ses_a", pending, store.SessionUpdate{
 			Status: ptr(orchestrator.SessionCompleted), RunnerID: ptr("lnch_a"), CurrentRunID: ptr("run_1"),
-			ExecutorSessionID: ptr("exec_1"), Result: res, Error: ptr("none"), EndedAt: ptr(at(5)), UpdatedAt: at(5),
+			ExecutorSessionID: ptr("exec_1"), Result: res, Error: ptr("none"), ErrorCode: ptr("timeout"), EndedAt: ptr(at(5)), UpdatedAt: at(5),
 		})
 		must(t, "UpdateSession pending→completed", err)
 		want := newSession("ses_a", base)
 		want.Status, want.RunnerID, want.CurrentRunID, want.ExecutorSessionID = orchestrator.SessionCompleted, "lnch_a", "run_1", "exec_1"
-		want.Result, want.Error, want.EndedAt, want.UpdatedAt = res, "none", ptr(at(5)), at(5)
+		want.Result, want.Error, want.ErrorCode, want.EndedAt, want.UpdatedAt = res, "none", "timeout", ptr(at(5)), at(5)
 		equal(t, "UpdateSession result", got, want)
 		stored, _ := s.GetSession(ctx(t), "ses_a")
 		equal(t, "stored after UpdateSession", stored, want)
@@ -126,6 +126,10 @@ func testSessions(t *testing.T, newStore func(*testing.T) store.Store) {
 		must(t, "UpdateSession clear result, any status", err)
 		want.Result, want.UpdatedAt = nil, at(8)
 		equal(t, "UpdateSession clear result", got, want)
+		got, err = s.UpdateSession(ctx(t), "ses_a", nil, store.SessionUpdate{ErrorCode: ptr(""), UpdatedAt: at(9)})
+		must(t, "UpdateSession clear error code", err)
+		want.ErrorCode, want.UpdatedAt = "", at(9)
+		equal(t, "UpdateSession clear error code", got, want)
 	})
 
 	t.Run("List", func(t *testing.T) {
