@@ -605,6 +605,75 @@ func TestCompileSchemaRejects(t *testing.T) {
 	}
 }
 
+// deepSchema nests n property subschemas: 21 bytes a level, the shape that took seconds to compile.
+func deepSchema(n int) json.RawMessage {
+	return json.RawMessage(strings.Repeat(`{"properties":{"a":`, n) + `{}` + strings.Repeat(`}}`, n))
+}
+
+// TestCompileSchemaTooComplex: a schema beyond a limit is schema_too_complex, wrapping ErrInvalid, with
+// the limit, its value and what the schema reaches in its details; and it stays so wherever it is found
+// (a blueprint, an output schema, the cache).
+func TestCompileSchemaTooComplex(t *testing.T) {
+	t.Parallel()
+	fanOut := `{"$ref":"#/definitions/d0","definitions":{` + func() string {
+		var b strings.Builder
+		for i := range 12 {
+			fmt.Fprintf(&b, `"d%d":{"allOf":[{"$ref":"#/definitions/d%d"},{"$ref":"#/definitions/d%d"}]},`, i, i+1, i+1)
+		}
+		return b.String()
+	}() + `"d12":{}}}`
+	tests := []struct {
+		schema  json.RawMessage
+		details map[string]any
+		message string
+	}{
+		{deepSchema(800), map[string]any{"limit": "depth", "max": int64(MaxSchemaDepth), "measured": int64(1601)},
+			"the schema nests arrays and objects 1601 levels deep; the limit is 64"},
+		{json.RawMessage(fanOut), map[string]any{"limit": "evaluations", "max": int64(MaxSchemaEvaluations), "measured": int64(2045)},
+			"the schema fans out too much"},
+		{json.RawMessage(`{"allOf":[{"properties":{"a":{"$ref":"#"}}},{"properties":{"a":{"$ref":"#"}}}]}`),
+			map[string]any{"limit": "evaluations", "max": int64(MaxSchemaEvaluations), "unbounded": true},
+			"the schema's recursion multiplies"},
+	}
+	cache := NewSchemaCache(0)
+	for _, tt := range tests {
+		_, err := CompileSchema(tt.schema)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != "schema_too_complex" || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("CompileSchema(%.60s...) = %v, want schema_too_complex wrapping ErrInvalid", tt.schema, err)
+		}
+		if !strings.Contains(e.Message, tt.message) || fmt.Sprint(e.Details) != fmt.Sprint(tt.details) {
+			t.Errorf("CompileSchema(%.60s...): message %q, details %v; want a message with %q, details %v",
+				tt.schema, e.Message, e.Details, tt.message, tt.details)
+		}
+		for i := range 2 { // the second answer comes from the cache
+			_, err = cache.CompileOutput(tt.schema)
+			if !errors.As(err, &e) || e.Code != "schema_too_complex" || !strings.HasPrefix(e.Message, "output_schema: ") ||
+				fmt.Sprint(e.Details) != fmt.Sprint(tt.details) {
+				t.Errorf("CompileOutput #%d = %v (details %v), want schema_too_complex naming output_schema, details %v", i, err, e.Details, tt.details)
+			}
+		}
+		b := &Blueprint{Name: "deep", Type: AgentTypeDeterministic, Command: "true", OutputSchema: tt.schema}
+		err = b.Validate()
+		if !errors.As(err, &e) || e.Code != "schema_too_complex" || !strings.HasPrefix(e.Message, `blueprint "deep": output_schema: `) ||
+			fmt.Sprint(e.Details) != fmt.Sprint(tt.details) {
+			t.Errorf("Blueprint.Validate = %v, want schema_too_complex naming the blueprint and output_schema", err)
+		}
+	}
+	// The body the HTTP API and the MCP server send.
+	_, err := CompileSchema(deepSchema(800))
+	body, _ := json.Marshal(err)
+	want := `{"error":"schema_too_complex","message":"the schema nests arrays and objects 1601 levels deep; the limit is 64: ` +
+		`move deep parts into definitions and refer to them with $ref","limit":"depth","max":64,"measured":1601}`
+	if string(body) != want {
+		t.Errorf("error body:\n got %s\nwant %s", body, want)
+	}
+	// Within the limits, the same shapes compile.
+	if _, err := CompileSchema(deepSchema(31)); err != nil {
+		t.Errorf("CompileSchema of 31 nested levels: %v", err)
+	}
+}
+
 func TestCompileSchemaAccepts(t *testing.T) {
 	t.Parallel()
 	for _, schema := range []string{
