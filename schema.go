@@ -103,21 +103,21 @@ type Schema struct {
 const (
 	// MaxSchemaDepth bounds how deeply a schema nests arrays and objects: 64 levels, about 30 levels of
 	// nested objects in the data it describes. Real schemas stay under 20.
-	MaxSchemaDepth = validate.MaxDepth
+	MaxSchemaDepth = 64
 	// SchemaCompileCostPerByte, MinSchemaCompileCost and MaxSchemaCompileCost bound a schema's estimated
 	// compile cost, in units of about one step of the validator's slowest loops: a schema of n bytes may
 	// cost SchemaCompileCostPerByte × n, at least MinSchemaCompileCost and at most MaxSchemaCompileCost, so
 	// the CPU a request spends compiling stays proportional to what it sends (about a microsecond a byte).
 	// Real schemas cost 1 to 35 units a byte.
-	SchemaCompileCostPerByte = validate.CompileCostPerByte
-	MinSchemaCompileCost     = validate.MinCompileCost
-	MaxSchemaCompileCost     = validate.MaxCompileCost
+	SchemaCompileCostPerByte = 100
+	MinSchemaCompileCost     = 1 << 18
+	MaxSchemaCompileCost     = 25_000_000
 	// MaxSchemaEvaluations bounds how many subschemas one value may be checked against, through "$ref",
 	// "allOf", "anyOf", "oneOf" and the like and through the subschemas of the values around it; a recursion
 	// that multiplies at each level of nesting has no bound and is refused. Real schemas need 1 to about
 	// 100. Validating n JSON values against an accepted schema evaluates at most n × MaxSchemaEvaluations
 	// subschemas.
-	MaxSchemaEvaluations = validate.MaxEvaluations
+	MaxSchemaEvaluations = 2000
 )
 
 // CompileSchema parses and compiles a JSON Schema. It fails, with an error wrapping [ErrInvalid] (code
@@ -127,8 +127,9 @@ const (
 // anything, or when a default that [Schema.Normalize] would apply does not match its own subschema.
 //
 // A schema beyond one of the limits above fails with code "schema_too_complex" (also wrapping
-// [ErrInvalid]), whose details name the limit ("limit": "depth", "compile_cost" or "evaluations"), give it
-// ("max") and what the schema reaches ("measured", or "unbounded": true for a recursion that multiplies).
+// [ErrInvalid]), whose details name what was measured ("measure": "depth", "compile_cost" or
+// "evaluations"), the limit for this schema ("limit") and what the schema reaches ("measured", or
+// "unbounded": true for a recursion that multiplies).
 // The limits are checked by walks that cost time linear in the schema, before anything expensive is done:
 // a refused schema costs next to nothing, and compiling an accepted one a fraction of a second at most.
 func CompileSchema(raw json.RawMessage) (*Schema, error) {
@@ -136,7 +137,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		var le *validate.LimitError
 		if errors.As(err, &le) {
-			e := Errorf(ErrInvalid, "schema_too_complex", "%s", err).With("limit", le.Limit).With("max", le.Max)
+			e := Errorf(ErrInvalid, "schema_too_complex", "%s", err).With("measure", le.Measure).With("limit", le.Limit)
 			if le.Unbounded {
 				return nil, e.With("unbounded", true)
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentorchestrator/orchestrator/internal/validate"
 )
 
 // crawlerSchema is the web-crawler parameters schema of the validation example in docs/http-api.md.
@@ -605,6 +607,16 @@ func TestCompileSchemaRejects(t *testing.T) {
 	}
 }
 
+// TestSchemaLimitsAreTheValidators: the exported limits are the ones internal/validate applies.
+func TestSchemaLimitsAreTheValidators(t *testing.T) {
+	t.Parallel()
+	if MaxSchemaDepth != validate.MaxDepth || SchemaCompileCostPerByte != validate.CompileCostPerByte ||
+		MinSchemaCompileCost != validate.MinCompileCost || MaxSchemaCompileCost != validate.MaxCompileCost ||
+		MaxSchemaEvaluations != validate.MaxEvaluations {
+		t.Error("the exported schema limits differ from internal/validate's")
+	}
+}
+
 // deepSchema nests n property subschemas: 21 bytes a level, the shape that took seconds to compile.
 func deepSchema(n int) json.RawMessage {
 	return json.RawMessage(strings.Repeat(`{"properties":{"a":`, n) + `{}` + strings.Repeat(`}}`, n))
@@ -627,12 +639,12 @@ func TestCompileSchemaTooComplex(t *testing.T) {
 		details map[string]any
 		message string
 	}{
-		{deepSchema(800), map[string]any{"limit": "depth", "max": int64(MaxSchemaDepth), "measured": int64(1601)},
+		{deepSchema(800), map[string]any{"measure": "depth", "limit": int64(MaxSchemaDepth), "measured": int64(1601)},
 			"the schema nests arrays and objects 1601 levels deep; the limit is 64"},
-		{json.RawMessage(fanOut), map[string]any{"limit": "evaluations", "max": int64(MaxSchemaEvaluations), "measured": int64(2045)},
+		{json.RawMessage(fanOut), map[string]any{"measure": "evaluations", "limit": int64(MaxSchemaEvaluations), "measured": int64(2045)},
 			"the schema fans out too much"},
 		{json.RawMessage(`{"allOf":[{"properties":{"a":{"$ref":"#"}}},{"properties":{"a":{"$ref":"#"}}}]}`),
-			map[string]any{"limit": "evaluations", "max": int64(MaxSchemaEvaluations), "unbounded": true},
+			map[string]any{"measure": "evaluations", "limit": int64(MaxSchemaEvaluations), "unbounded": true},
 			"the schema's recursion multiplies"},
 	}
 	cache := NewSchemaCache(0)
@@ -664,7 +676,7 @@ func TestCompileSchemaTooComplex(t *testing.T) {
 	_, err := CompileSchema(deepSchema(800))
 	body, _ := json.Marshal(err)
 	want := `{"error":"schema_too_complex","message":"the schema nests arrays and objects 1601 levels deep; the limit is 64: ` +
-		`move deep parts into definitions and refer to them with $ref","limit":"depth","max":64,"measured":1601}`
+		`move deep parts into definitions and refer to them with $ref","limit":64,"measure":"depth","measured":1601}`
 	if string(body) != want {
 		t.Errorf("error body:\n got %s\nwant %s", body, want)
 	}

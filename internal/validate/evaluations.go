@@ -90,6 +90,7 @@ type evalNode struct {
 	// bound
 	index, lowlink int
 	onStack        bool
+	listedBy       *evalNode // the last node whose successors listed this one
 	done           bool
 	q              int64 // evaluations bound for one value, at any depth, when this entry applies
 	height         int64 // levels of values below before the entries run out; noHeight when recursive
@@ -116,7 +117,7 @@ const noHeight = int64(-1)
 func (g *evalGraph) step(n int64) error {
 	g.budget -= n
 	if g.budget < 0 {
-		return &LimitError{Limit: LimitCompileCost, Measured: g.limit + 1, Max: g.limit, msg: fmt.Sprintf(
+		return &LimitError{Measure: MeasureCompileCost, Measured: g.limit + 1, Limit: g.limit, msg: fmt.Sprintf(
 			"the schema is too complex to compile: its compile cost passed the limit for its size, %d, while working out "+
 				"what validating against it can cost; use fewer subschemas, or fewer properties and patterns in the same places",
 			g.limit)}
@@ -300,7 +301,7 @@ func (g *evalGraph) expansion(n *evalNode) (int64, error) {
 	}
 	n.state, n.e = 2, e
 	if e > MaxEvaluations {
-		return 0, &LimitError{Limit: LimitEvaluations, Measured: e, Max: MaxEvaluations, msg: fmt.Sprintf(
+		return 0, &LimitError{Measure: MeasureEvaluations, Measured: e, Limit: MaxEvaluations, msg: fmt.Sprintf(
 			"the schema fans out too much: a value checked against %s is checked against %s subschemas through its references "+
 				"and combinations (allOf, anyOf, oneOf, ...); the limit is %d",
 			schemaLocation(n.s), countText(e), MaxEvaluations)}
@@ -336,7 +337,87 @@ func countText(n int64) string {
 // classes computes the key classes of entry n from its in-place closure: each closure member counts as
 // often as there are in-place paths to it.
 func (g *evalGraph) classes(n *evalNode) error {
-	// The closure in topological order (reverse DFS post-order), then the path counts.
+	closure, mult := g.closure(n)
+	if err := g.step(int64(len(closure))); err != nil {
+		return err
+	}
+	// Only the members with keywords for the values inside matter. A property name is a class of its own
+	// for the members that list it and those whose other keywords may claim any name; every other name is
+	// one more class.
+	byName := map[string][]*evalNode{}
+	var names []string
+	var others, arrays []*evalNode
+	maxPrefix := 0
+	var leaf int64 // propertyNames: each name costs these evaluations, whatever its class
+	for _, u := range closure {
+		s := u.s
+		for k := range s.Properties {
+			if byName[k] == nil {
+				names = append(names, k)
+			}
+			byName[k] = append(byName[k], u)
+		}
+		if len(s.PatternProperties) > 0 || schemaOf(s.AdditionalProperties) != nil || s.UnevaluatedProperties != nil {
+			others = append(others, u)
+		}
+		if s.Items != nil || schemaOf(s.AdditionalItems) != nil || len(s.PrefixItems) > 0 || s.Items2020 != nil ||
+			s.Contains != nil || s.UnevaluatedItems != nil {
+			arrays = append(arrays, u)
+			maxPrefix = max(maxPrefix, len(prefixItems(s)))
+		}
+		if pn := s.PropertyNames; pn != nil {
+			leaf = satAdd(leaf, satMul(mult(u), g.nodes[pn].e))
+		}
+	}
+	slices.Sort(names)
+	if err := g.step(int64(len(names))*int64(len(others)+1) + int64(maxPrefix+1)*int64(len(arrays))); err != nil {
+		return err
+	}
+	for _, name := range names {
+		c := keyClass{to: map[*evalNode]int64{}, leaf: leaf}
+		listing := byName[name]
+		for _, u := range listing {
+			if err := g.objectTargets(u.s, name, true, mult(u), c.to); err != nil {
+				return err
+			}
+		}
+		for _, u := range others {
+			if !slices.Contains(listing, u) {
+				if err := g.objectTargets(u.s, name, true, mult(u), c.to); err != nil {
+					return err
+				}
+			}
+		}
+		n.addClass(c)
+	}
+	if len(others) > 0 || leaf > 0 {
+		other := keyClass{to: map[*evalNode]int64{}, leaf: leaf}
+		for _, u := range others {
+			if err := g.objectTargets(u.s, "", false, mult(u), other.to); err != nil {
+				return err
+			}
+		}
+		n.addClass(other)
+	}
+	// Array items: each position some prefix names, and one class for the rest.
+	if len(arrays) > 0 {
+		for i := 0; i <= maxPrefix; i++ {
+			c := keyClass{to: map[*evalNode]int64{}}
+			for _, u := range arrays {
+				g.itemTargets(u.s, i, mult(u), c.to)
+			}
+			n.addClass(c)
+		}
+	}
+	return nil
+}
+
+// closure returns n's in-place closure in topological order, and the number of in-place paths from n to
+// each member.
+func (g *evalGraph) closure(n *evalNode) ([]*evalNode, func(*evalNode) int64) {
+	if len(n.inPlace) == 0 {
+		return []*evalNode{n}, func(*evalNode) int64 { return 1 }
+	}
 	var post []*evalNode
 	seen := map[*evalNode]bool{}
 	var dfs func(*evalNode)
@@ -350,65 +431,14 @@ func (g *evalGraph) classes(n *evalNode) error {
 		post = append(post, u)
 	}
 	dfs(n)
-	if err := g.step(int64(len(post))); err != nil {
-		return err
-	}
-	mult := map[*evalNode]int64{n: 1}
-	for i := len(post) - 1; i >= 0; i-- {
-		u := post[i]
+	slices.Reverse(post)
+	paths := map[*evalNode]int64{n: 1}
+	for _, u := range post {
 		for _, ed := range u.inPlace {
-			mult[ed.to] = satAdd(mult[ed.to], mult[u])
+			paths[ed.to] = satAdd(paths[ed.to], paths[u])
 		}
 	}
-	closure := post
-	slices.Reverse(closure)
-
-	// Object keys: every property name of the closure, and one class for all other names.
-	var names []string
-	nameSet := map[string]bool{}
-	maxPrefix := 0
-	var leaf int64 // propertyNames: each name costs these evaluations, whatever its class
-	for _, u := range closure {
-		for k := range u.s.Properties {
-			if !nameSet[k] {
-				nameSet[k] = true
-				names = append(names, k)
-			}
-		}
-		maxPrefix = max(maxPrefix, len(prefixItems(u.s)))
-		if pn := u.s.PropertyNames; pn != nil {
-			leaf = satAdd(leaf, satMul(mult[u], g.nodes[pn].e))
-		}
-	}
-	slices.Sort(names)
-	if err := g.step(int64(len(names)+maxPrefix+2) * int64(len(closure))); err != nil {
-		return err
-	}
-	for _, name := range names {
-		c := keyClass{to: map[*evalNode]int64{}, leaf: leaf}
-		for _, u := range closure {
-			if err := g.objectTargets(u.s, name, true, mult[u], c.to); err != nil {
-				return err
-			}
-		}
-		n.addClass(c)
-	}
-	other := keyClass{to: map[*evalNode]int64{}, leaf: leaf}
-	for _, u := range closure {
-		if err := g.objectTargets(u.s, "", false, mult[u], other.to); err != nil {
-			return err
-		}
-	}
-	n.addClass(other)
-	// Array items: each position some prefix names, and one class for the rest.
-	for i := 0; i <= maxPrefix; i++ {
-		c := keyClass{to: map[*evalNode]int64{}}
-		for _, u := range closure {
-			g.itemTargets(u.s, i, mult[u], c.to)
-		}
-		n.addClass(c)
-	}
-	return nil
+	return post, func(u *evalNode) int64 { return paths[u] }
 }
 
 func (n *evalNode) addClass(c keyClass) {
@@ -491,7 +521,7 @@ func (g *evalGraph) bound(root *evalNode) error {
 		return err
 	}
 	if root.q > MaxEvaluations {
-		return &LimitError{Limit: LimitEvaluations, Measured: root.q, Max: MaxEvaluations, msg: fmt.Sprintf(
+		return &LimitError{Measure: MeasureEvaluations, Measured: root.q, Limit: MaxEvaluations, msg: fmt.Sprintf(
 			"the schema fans out too much: one value can be checked against up to %s subschemas, through references, "+
 				"combinations (allOf, anyOf, oneOf, ...) and the subschemas of the values around it; the limit is %d",
 			countText(root.q), MaxEvaluations)}
@@ -501,11 +531,10 @@ func (g *evalGraph) bound(root *evalNode) error {
 
 func (g *evalGraph) successors(n *evalNode) []*evalNode {
 	var out []*evalNode
-	seen := map[*evalNode]bool{}
 	for _, c := range n.classes {
 		for _, t := range sortedTargets(c.to) {
-			if !seen[t] {
-				seen[t] = true
+			if t.listedBy != n {
+				t.listedBy = n
 				out = append(out, t)
 			}
 		}
@@ -604,7 +633,7 @@ func (g *evalGraph) finish(comp []*evalNode) error {
 				}
 			}
 			if stay > 1 {
-				return &LimitError{Limit: LimitEvaluations, Unbounded: true, Max: MaxEvaluations, msg: fmt.Sprintf(
+				return &LimitError{Measure: MeasureEvaluations, Unbounded: true, Limit: MaxEvaluations, msg: fmt.Sprintf(
 					"the schema's recursion multiplies: under %s, a value one level deeper is checked against the recursive subschemas "+
 						"%d times over, so the work doubles with every level of nesting; let each key lead into the recursion through one subschema only",
 					schemaLocation(u.s), stay)}
@@ -616,7 +645,7 @@ func (g *evalGraph) finish(comp []*evalNode) error {
 			mixed = max(mixed, exit)
 			for _, t := range below {
 				if t.height == noHeight {
-					return &LimitError{Limit: LimitEvaluations, Unbounded: true, Max: MaxEvaluations, msg: fmt.Sprintf(
+					return &LimitError{Measure: MeasureEvaluations, Unbounded: true, Limit: MaxEvaluations, msg: fmt.Sprintf(
 						"the schema's recursion multiplies: under %s, the same key both continues the recursion and starts %s, "+
 							"another recursion, so the work grows with every level of nesting",
 						schemaLocation(u.s), schemaLocation(t.s))}

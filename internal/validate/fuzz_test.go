@@ -64,9 +64,9 @@ func FuzzCompileSchema(f *testing.F) {
 		}
 		cost, preErr := checkShape(doc, len(raw))
 		var le *LimitError
-		if errors.As(err, &le) && (le.Limit == LimitDepth || (le.Limit == LimitCompileCost && le.Measured == cost)) {
+		if errors.As(err, &le) && (le.Measure == MeasureDepth || (le.Measure == MeasureCompileCost && le.Measured == cost)) {
 			if preErr == nil || preErr.Error() != err.Error() {
-				t.Fatalf("Compile refused the schema for %s (%v), but the pre-pass does not (%v)", le.Limit, err, preErr)
+				t.Fatalf("Compile refused the schema for %s (%v), but the pre-pass does not (%v)", le.Measure, err, preErr)
 			}
 			return
 		}
@@ -271,6 +271,17 @@ func probeValue(s *sjs.Schema, depth int) any {
 				return
 			}
 			obj[k] = probeValue(s.Properties[k], depth-1)
+		}
+		// A few short names, for the patterns that match them.
+		patterns := slices.SortedFunc(maps.Keys(s.PatternProperties), func(a, b sjs.Regexp) int {
+			return strings.Compare(a.String(), b.String())
+		})
+		for _, k := range []string{"a", "ab", "b", "x-a"} {
+			for _, re := range patterns {
+				if _, taken := obj[k]; !taken && !full() && re.MatchString(k) {
+					obj[k] = probeValue(s.PatternProperties[re], depth-1)
+				}
+			}
 		}
 		for k, t := range map[string]*sjs.Schema{"zz-other": schemaOf(s.AdditionalProperties), "zz-unevaluated": s.UnevaluatedProperties} {
 			if t != nil && !full() {

@@ -76,21 +76,21 @@ func compileCostLimit(n int) int64 {
 // operations, about ten times the library's.
 const unitsPerStep = 10
 
-// The names of the limits, as a *LimitError carries them.
+// What the limits measure, as a *LimitError names it.
 const (
-	LimitDepth       = "depth"
-	LimitCompileCost = "compile_cost"
-	LimitEvaluations = "evaluations"
+	MeasureDepth       = "depth"
+	MeasureCompileCost = "compile_cost"
+	MeasureEvaluations = "evaluations"
 )
 
 // LimitError reports a schema beyond one of the limits. Measured is what the schema reaches (at least that
 // much, for evaluations: counting stops past the limit), unless Unbounded: a recursion that multiplies has
-// no bound at all. Max is the limit for this schema.
+// no bound at all. Limit is the limit for this schema.
 type LimitError struct {
-	Limit     string // LimitDepth, LimitCompileCost or LimitEvaluations
+	Measure   string // MeasureDepth, MeasureCompileCost or MeasureEvaluations
 	Measured  int64
 	Unbounded bool
-	Max       int64
+	Limit     int64
 	msg       string
 }
 
@@ -122,7 +122,7 @@ func checkShape(doc any, size int) (int64, error) {
 	s := &shape{refTargets: map[string]bool{}}
 	s.walk(doc, 0, 0, 0)
 	if s.depth > MaxDepth {
-		return 0, &LimitError{Limit: LimitDepth, Measured: int64(s.depth), Max: MaxDepth, msg: fmt.Sprintf(
+		return 0, &LimitError{Measure: MeasureDepth, Measured: int64(s.depth), Limit: MaxDepth, msg: fmt.Sprintf(
 			"the schema nests arrays and objects %d levels deep; the limit is %d: move deep parts into definitions and refer to them with $ref",
 			s.depth, MaxDepth)}
 	}
@@ -134,7 +134,7 @@ func checkShape(doc any, size int) (int64, error) {
 	}
 	cost, limit := s.compileCost(), compileCostLimit(size)
 	if cost > limit {
-		return 0, &LimitError{Limit: LimitCompileCost, Measured: cost, Max: limit, msg: fmt.Sprintf(
+		return 0, &LimitError{Measure: MeasureCompileCost, Measured: cost, Limit: limit, msg: fmt.Sprintf(
 			"the schema is too complex to compile: its estimated compile cost is %d, and the limit for a schema of %d bytes is %d "+
 				"(%d a byte, at least %d, at most %d); it has %d subschemas, %d references (%d to places that are not subschemas), "+
 				"%d ids, a location cost of %d, and nests %d levels deep: "+

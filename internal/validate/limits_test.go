@@ -136,29 +136,29 @@ func TestLimitsRefuse(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, schema string
-		limit        string
+		measure      string
 		prePass      bool   // refused by checkShape, before the library compiles
 		unbounded    bool   // the measure has no bound
 		msg          string // a part of the message
 	}{
-		{"nested 800 deep (17 KB)", nested(800, "a"), LimitDepth, true, false, "nests arrays and objects 1601 levels deep; the limit is 64"},
-		{"one level past the depth limit", nested(32, "a"), LimitDepth, true, false, "65 levels deep"},
-		{"nested arrays", strings.Repeat("[", 100) + strings.Repeat("]", 100), LimitDepth, true, false, "100 levels deep"},
-		{"5,100 subschemas", wideSchema(5100, `{"description":"%d"}`), LimitCompileCost, true, false, "5102 subschemas"},
-		{"long property names, deep", deepWithSiblings(30, strings.Repeat("k", 2000), 30), LimitCompileCost, true, false, "location cost"},
-		{"short names, deep, many siblings", deepWithSiblings(30, "abcdefgh", 2000), LimitCompileCost, true, false, "nests 63 levels deep"},
-		{"many ids", wideSchema(2000, `{"$id":"i%d"}`), LimitCompileCost, true, false, "2000 ids"},
-		{"references to non-subschema places", fragmentRefs(300), LimitCompileCost, true, false, "300 to places that are not subschemas"},
-		{"references fanning out, 1.4 KB", fanOut(18), LimitEvaluations, false, false, "the limit is 2000"},
-		{"references fanning out ten times", fanOut(10), LimitEvaluations, false, false, "fans out too much"},
+		{"nested 800 deep (17 KB)", nested(800, "a"), MeasureDepth, true, false, "nests arrays and objects 1601 levels deep; the limit is 64"},
+		{"one level past the depth limit", nested(32, "a"), MeasureDepth, true, false, "65 levels deep"},
+		{"nested arrays", strings.Repeat("[", 100) + strings.Repeat("]", 100), MeasureDepth, true, false, "100 levels deep"},
+		{"5,100 subschemas", wideSchema(5100, `{"description":"%d"}`), MeasureCompileCost, true, false, "5102 subschemas"},
+		{"long property names, deep", deepWithSiblings(30, strings.Repeat("k", 2000), 30), MeasureCompileCost, true, false, "location cost"},
+		{"short names, deep, many siblings", deepWithSiblings(30, "abcdefgh", 2000), MeasureCompileCost, true, false, "nests 63 levels deep"},
+		{"many ids", wideSchema(2000, `{"$id":"i%d"}`), MeasureCompileCost, true, false, "2000 ids"},
+		{"references to non-subschema places", fragmentRefs(300), MeasureCompileCost, true, false, "300 to places that are not subschemas"},
+		{"references fanning out, 1.4 KB", fanOut(18), MeasureEvaluations, false, false, "the limit is 2000"},
+		{"references fanning out ten times", fanOut(10), MeasureEvaluations, false, false, "fans out too much"},
 		{"a recursion entered twice per level", `{"allOf":[{"properties":{"a":{"$ref":"#"}}},{"properties":{"a":{"$ref":"#"}}}]}`,
-			LimitEvaluations, false, true, "2 times over"},
+			MeasureEvaluations, false, true, "2 times over"},
 		{"a property and a pattern both recursing", `{"properties":{"a":{"$ref":"#"}},"patternProperties":{"^a":{"$ref":"#"}}}`,
-			LimitEvaluations, false, true, "doubles with every level"},
-		{"contains and items both recursing", `{"items":{"$ref":"#"},"contains":{"$ref":"#"}}`, LimitEvaluations, false, true, "2 times over"},
+			MeasureEvaluations, false, true, "doubles with every level"},
+		{"contains and items both recursing", `{"items":{"$ref":"#"},"contains":{"$ref":"#"}}`, MeasureEvaluations, false, true, "2 times over"},
 		{"a recursion starting another at each level", `{"definitions":{"any":{"additionalProperties":{"$ref":"#/definitions/any"}}},
 			"allOf":[{"additionalProperties":{"$ref":"#/definitions/any"}},{"properties":{"children":{"items":{"$ref":"#"}}}}]}`,
-			LimitEvaluations, false, true, "another recursion"},
+			MeasureEvaluations, false, true, "another recursion"},
 	}
 	for _, tt := range tests {
 		_, err := Compile([]byte(tt.schema))
@@ -167,12 +167,12 @@ func TestLimitsRefuse(t *testing.T) {
 			t.Errorf("%s: Compile: got %v, want a *LimitError", tt.name, err)
 			continue
 		}
-		if le.Limit != tt.limit || le.Unbounded != tt.unbounded || !strings.Contains(le.Error(), tt.msg) {
-			t.Errorf("%s: got limit %q (unbounded %v): %v\nwant limit %q (unbounded %v), a message with %q",
-				tt.name, le.Limit, le.Unbounded, le, tt.limit, tt.unbounded, tt.msg)
+		if le.Measure != tt.measure || le.Unbounded != tt.unbounded || !strings.Contains(le.Error(), tt.msg) {
+			t.Errorf("%s: got measure %q (unbounded %v): %v\nwant measure %q (unbounded %v), a message with %q",
+				tt.name, le.Measure, le.Unbounded, le, tt.measure, tt.unbounded, tt.msg)
 		}
-		if !le.Unbounded && le.Measured <= le.Max {
-			t.Errorf("%s: measured %d, not past the limit %d", tt.name, le.Measured, le.Max)
+		if !le.Unbounded && le.Measured <= le.Limit {
+			t.Errorf("%s: measured %d, not past the limit %d", tt.name, le.Measured, le.Limit)
 		}
 		doc, err := decodeJSONNumbers([]byte(tt.schema))
 		if err != nil {
