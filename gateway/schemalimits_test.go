@@ -3,15 +3,12 @@ package gateway_test
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
-	"github.com/agentorchestrator/orchestrator/gateway"
-	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
 
 // TestGatewayRefusesOverLimitSchemas: an agent that starts a child with an output_schema beyond a limit,
@@ -19,16 +16,8 @@ import (
 // is created.
 func TestGatewayRefusesOverLimitSchemas(t *testing.T) {
 	t.Parallel()
-	coord := newCoordinator(t)
+	coord, parent, env := mcpGateway(t)
 	ctx := ctxT(t)
-	must[*orchestrator.AgentInfo](t, "CreateAgent")(coord.CreateAgent(ctx, helper()))
-	parent := must[*orchestrator.StartRunResult](t, "StartRun parent")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
-	gw := gateway.New(coord, gateway.Config{MCP: func(c orchestrator.Coordinator) http.Handler {
-		return mcpserver.NewHandler(c, mcpserver.Config{})
-	}})
-	t.Cleanup(func() { gw.Close() })
-	env, closeRun := gw.Open(assignment(parent))
-	defer closeRun()
 	deep := strings.Repeat(`{"properties":{"a":`, 800) + `{}` + strings.Repeat(`}}`, 800)
 
 	_, err := executorClient(t, env).StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "child",
@@ -39,17 +28,7 @@ func TestGatewayRefusesOverLimitSchemas(t *testing.T) {
 		t.Errorf("StartRun through the gateway with a deep output_schema: %v (%+v), want schema_too_complex for depth 1601", err, oe)
 	}
 
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+env[orchestrator.EnvAPIToken])
-	h.Set(mcpserver.HeaderSessionID, parent.SessionID)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: env[orchestrator.EnvAPIURL] + "/mcp", HTTPClient: &http.Client{Transport: headerTransport{h}},
-		DisableStandaloneSSE: true,
-	}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectMCP(t, env, env[orchestrator.EnvAPIToken], parent.SessionID, nil)
 	// The MCP transport refuses JSON nested past 1,000 levels itself; 100 levels (201 deep) reach the tool.
 	var schema map[string]any
 	if err := json.Unmarshal([]byte(strings.Repeat(`{"properties":{"a":`, 100)+`{}`+strings.Repeat(`}}`, 100)), &schema); err != nil {

@@ -202,18 +202,7 @@ func schemaFromRecipe(recipe []byte) []byte {
 // fails when a probe costs more than the bound allows.
 func checkEvaluations(t *testing.T, doc any, cost int64, size int) {
 	counter := &evaluationCounter{}
-	c := newCompiler()
-	c.RegisterVocabulary(&sjs.Vocabulary{
-		URL: "urn:orchestrator:test:count",
-		Compile: func(*sjs.CompilerContext, map[string]any) (sjs.SchemaExt, error) {
-			return counter, nil
-		},
-	})
-	c.AssertVocabs()
-	if c.AddResource(schemaURL, doc) != nil {
-		return
-	}
-	s, err := c.Compile(schemaURL)
+	s, err := compileLibrary(doc, counter)
 	if err != nil {
 		return // the meta-schema differs with a vocabulary registered; nothing to count
 	}
@@ -228,6 +217,21 @@ func checkEvaluations(t *testing.T, doc any, cost int64, size int) {
 			t.Fatalf("validating %d values evaluated %d subschemas, past the bound of %d a value", n, counter.n, bound)
 		}
 	}
+}
+
+// compileLibrary compiles doc with the library alone, as Compile sets it up, without the limits or our
+// other checks; with counter, every subschema holds it as an extension.
+func compileLibrary(doc any, counter *evaluationCounter) (*sjs.Schema, error) {
+	c := newCompiler()
+	if counter != nil {
+		c.RegisterVocabulary(&sjs.Vocabulary{URL: "urn:orchestrator:test:count",
+			Compile: func(*sjs.CompilerContext, map[string]any) (sjs.SchemaExt, error) { return counter, nil }})
+		c.AssertVocabs()
+	}
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(schemaURL)
 }
 
 // evaluationCounter is a schema extension that counts how often the validator finishes evaluating a
@@ -328,15 +332,8 @@ func countValues(v any) int64 {
 func TestEvaluationCounterSeesTheWork(t *testing.T) {
 	t.Parallel()
 	counter := &evaluationCounter{}
-	c := newCompiler()
-	c.RegisterVocabulary(&sjs.Vocabulary{URL: "urn:orchestrator:test:count",
-		Compile: func(*sjs.CompilerContext, map[string]any) (sjs.SchemaExt, error) { return counter, nil }})
-	c.AssertVocabs()
 	doc, _ := decodeJSONNumbers([]byte(fanOut(6)))
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(schemaURL)
+	s, err := compileLibrary(doc, counter)
 	if err != nil {
 		t.Fatal(err)
 	}

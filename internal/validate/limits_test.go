@@ -275,12 +275,8 @@ func TestEvaluationBounds(t *testing.T) {
 		// A recursion that leaves nothing behind: at most the root and its anyOf branches at any depth.
 		{`{"anyOf":[{"type":"string"},{"items":{"$ref":"#"}}]}`, 4},
 	} {
-		c := newCompiler()
 		doc, _ := decodeJSONNumbers([]byte(tt.schema))
-		if err := c.AddResource(schemaURL, doc); err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.Compile(schemaURL)
+		s, err := compileLibrary(doc, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
