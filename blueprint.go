@@ -180,12 +180,12 @@ func (b *Blueprint) Validate() error {
 	}
 	if len(b.ParametersSchema) > 0 {
 		if _, err := CompileSchema(b.ParametersSchema); err != nil {
-			return Errorf(ErrInvalid, "invalid_schema", "blueprint %q: parameters_schema: %v", b.Name, err)
+			return schemaError(err, "blueprint %q: parameters_schema", b.Name)
 		}
 	}
 	if len(b.OutputSchema) > 0 {
 		if _, err := CompileSchema(b.OutputSchema); err != nil {
-			return Errorf(ErrInvalid, "invalid_schema", "blueprint %q: output_schema: %v", b.Name, err)
+			return schemaError(err, "blueprint %q: output_schema", b.Name)
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -91,17 +93,71 @@ type Schema struct {
 	v   *validate.Schema
 }
 
+// Limits on what a schema may cost, which [CompileSchema] applies to every schema the library compiles —
+// parameters and output schemas, from blueprint files, the agent registry, runners' registrations and run
+// requests alike. A schema's cost is not its size: the validator's compile time grows with the cube of the
+// nesting, the square of the number of subschemas, and with how its references interlock, and references
+// that fan out to the same subschemas multiply the work of every validation. Each limit admits every real
+// schema we have measured with a wide margin; docs/http-api.md says more.
+const (
+	// MaxSchemaDepth bounds how deeply a schema nests arrays and objects: 64 levels, about 30 levels of
+	// nested objects in the data it describes. Real schemas stay under 20.
+	MaxSchemaDepth = 64
+	// SchemaCompileCostPerByte, MinSchemaCompileCost and MaxSchemaCompileCost bound a schema's estimated
+	// compile cost, in units of about one step of the validator's slowest loops: a schema of n bytes may
+	// cost SchemaCompileCostPerByte × n, at least MinSchemaCompileCost and at most MaxSchemaCompileCost, so
+	// the CPU a request spends compiling stays proportional to what it sends (about a microsecond a byte).
+	// Real schemas cost 1 to 35 units a byte.
+	SchemaCompileCostPerByte = 100
+	MinSchemaCompileCost     = 1 << 18
+	MaxSchemaCompileCost     = 25_000_000
+	// MaxSchemaEvaluations bounds how many subschemas one value may be checked against, through "$ref",
+	// "allOf", "anyOf", "oneOf" and the like and through the subschemas of the values around it; a recursion
+	// that multiplies at each level of nesting has no bound and is refused. Real schemas need 1 to about
+	// 100. Validating n JSON values against an accepted schema evaluates at most n × MaxSchemaEvaluations
+	// subschemas.
+	MaxSchemaEvaluations = 2000
+)
+
 // CompileSchema parses and compiles a JSON Schema. It fails, with an error wrapping [ErrInvalid] (code
 // "invalid_schema") that says what is wrong and where, when raw is not JSON, when the schema does not match
 // its draft's meta-schema ({"type":"strang"}, {"minLength":-1}, {"required":"x"}), when a pattern is not a
-// valid regular expression, when a "$ref" points outside the schema, or when a default that
-// [Schema.Normalize] would apply does not match its own subschema.
+// valid regular expression, when a "$ref" points outside the schema or loops back without validating
+// anything, or when a default that [Schema.Normalize] would apply does not match its own subschema.
+//
+// A schema beyond one of the limits above fails with code "schema_too_complex" (also wrapping
+// [ErrInvalid]), whose details name what was measured ("measure": "depth", "compile_cost" or
+// "evaluations"), the limit for this schema ("limit") and what the schema reaches ("measured", or
+// "unbounded": true for a recursion that multiplies).
+// The limits are checked by walks that cost time linear in the schema, before anything expensive is done:
+// a refused schema costs next to nothing, and compiling an accepted one a fraction of a second at most.
 func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	v, err := validate.Compile(raw)
 	if err != nil {
+		var le *validate.LimitError
+		if errors.As(err, &le) {
+			e := Errorf(ErrInvalid, "schema_too_complex", "%s", err).With("measure", le.Measure).With("limit", le.Limit)
+			if le.Unbounded {
+				return nil, e.With("unbounded", true)
+			}
+			return nil, e.With("measured", le.Measured)
+		}
 		return nil, Errorf(ErrInvalid, "invalid_schema", "%s", err)
 	}
 	return &Schema{raw: slices.Clone(raw), v: v}, nil
+}
+
+// schemaError says where a schema that [CompileSchema] refused came from ("output_schema: ..."), keeping
+// the error's code and details: an over-limit schema is "schema_too_complex" wherever it was found.
+func schemaError(err error, format string, args ...any) error {
+	var e *Error
+	if errors.As(err, &e) {
+		cp := *e
+		cp.Message = fmt.Sprintf(format, args...) + ": " + e.Message
+		cp.Details = maps.Clone(e.Details)
+		return &cp
+	}
+	return Errorf(ErrInvalid, "invalid_schema", "%s: %v", fmt.Sprintf(format, args...), err)
 }
 
 // Raw returns the schema as it was given.

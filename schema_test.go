@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentorchestrator/orchestrator/internal/validate"
 )
 
 // crawlerSchema is the web-crawler parameters schema of the validation example in docs/http-api.md.
@@ -601,6 +603,77 @@ func TestCompileSchemaRejects(t *testing.T) {
 					tt.schema, err, ErrorCode(err), errors.Is(err, ErrInvalid))
 			}
 		})
+	}
+}
+
+// TestSchemaLimitsAreTheValidators: the exported limits are the ones internal/validate applies.
+func TestSchemaLimitsAreTheValidators(t *testing.T) {
+	t.Parallel()
+	if MaxSchemaDepth != validate.MaxDepth || SchemaCompileCostPerByte != validate.CompileCostPerByte ||
+		MinSchemaCompileCost != validate.MinCompileCost || MaxSchemaCompileCost != validate.MaxCompileCost ||
+		MaxSchemaEvaluations != validate.MaxEvaluations {
+		t.Error("the exported schema limits differ from internal/validate's")
+	}
+}
+
+// deepSchema nests n property subschemas: 21 bytes a level, the shape that took seconds to compile.
+func deepSchema(n int) json.RawMessage {
+	return json.RawMessage(strings.Repeat(`{"properties":{"a":`, n) + `{}` + strings.Repeat(`}}`, n))
+}
+
+// TestCompileSchemaTooComplex: a schema beyond a limit is schema_too_complex, wrapping ErrInvalid, with
+// the limit, its value and what the schema reaches in its details; and it stays so wherever it is found
+// (a blueprint, an output schema, the cache).
+func TestCompileSchemaTooComplex(t *testing.T) {
+	t.Parallel()
+	fanOut := `{"$ref":"#/definitions/d0","definitions":{` + func() string {
+		var b strings.Builder
+		for i := range 12 {
+			fmt.Fprintf(&b, `"d%d":{"allOf":[{"$ref":"#/definitions/d%d"},{"$ref":"#/definitions/d%d"}]},`, i, i+1, i+1)
+		}
+		return b.String()
+	}() + `"d12":{}}}`
+	tests := []struct {
+		schema  json.RawMessage
+		details map[string]any
+		message string
+	}{
+		{deepSchema(800), map[string]any{"measure": "depth", "limit": int64(MaxSchemaDepth), "measured": int64(1601)},
+			"the schema nests arrays and objects 1601 levels deep; the limit is 64"},
+		{json.RawMessage(fanOut), map[string]any{"measure": "evaluations", "limit": int64(MaxSchemaEvaluations), "measured": int64(2045)},
+			"the schema fans out too much"},
+		{json.RawMessage(`{"allOf":[{"properties":{"a":{"$ref":"#"}}},{"properties":{"a":{"$ref":"#"}}}]}`),
+			map[string]any{"measure": "evaluations", "limit": int64(MaxSchemaEvaluations), "unbounded": true},
+			"the schema's recursion multiplies"},
+	}
+	for _, tt := range tests {
+		_, err := CompileSchema(tt.schema)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != "schema_too_complex" || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("CompileSchema(%.60s...) = %v, want schema_too_complex wrapping ErrInvalid", tt.schema, err)
+		}
+		if !strings.Contains(e.Message, tt.message) || fmt.Sprint(e.Details) != fmt.Sprint(tt.details) {
+			t.Errorf("CompileSchema(%.60s...): message %q, details %v; want a message with %q, details %v",
+				tt.schema, e.Message, e.Details, tt.message, tt.details)
+		}
+		b := &Blueprint{Name: "deep", Type: AgentTypeDeterministic, Command: "true", OutputSchema: tt.schema}
+		err = b.Validate()
+		if !errors.As(err, &e) || e.Code != "schema_too_complex" || !strings.HasPrefix(e.Message, `blueprint "deep": output_schema: `) ||
+			fmt.Sprint(e.Details) != fmt.Sprint(tt.details) {
+			t.Errorf("Blueprint.Validate = %v, want schema_too_complex naming the blueprint and output_schema", err)
+		}
+	}
+	// The body the HTTP API and the MCP server send.
+	_, err := CompileSchema(deepSchema(800))
+	body, _ := json.Marshal(err)
+	want := `{"error":"schema_too_complex","message":"the schema nests arrays and objects 1601 levels deep; the limit is 64: ` +
+		`move deep parts into definitions and refer to them with $ref","limit":64,"measure":"depth","measured":1601}`
+	if string(body) != want {
+		t.Errorf("error body:\n got %s\nwant %s", body, want)
+	}
+	// Within the limits, the same shapes compile.
+	if _, err := CompileSchema(deepSchema(31)); err != nil {
+		t.Errorf("CompileSchema of 31 nested levels: %v", err)
 	}
 }
 

@@ -35,6 +35,11 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 	runs := make([]*orchestrator.Run, 0, len(ps))
 	var invalid []any
 	for i := range ps {
+		// Each item's output_schema compile is bounded (orchestrator.CompileSchema); a client that has gone
+		// does not make the coordinator check the rest.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		p := ps[i]
 		s, run, err := c.newBatchSession(ctx, &p)
 		if err != nil {

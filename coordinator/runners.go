@@ -33,7 +33,7 @@ import (
 // heartbeats, never becomes stale for someone else's asking. A registration that presents the valid secret
 // keeps it; any other gets a new one, and the previous one stops working.
 func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.RunnerRegistration) (*orchestrator.Registration, error) {
-	if err := c.checkRegistration(reg); err != nil {
+	if err := c.checkRegistration(ctx, reg); err != nil {
 		return nil, err
 	}
 	id := reg.RunnerID()
@@ -156,7 +156,7 @@ func (c *Coordinator) checkIdentity(ctx context.Context, tx store.Store, reg *or
 	return newRunnerSecret(), nil
 }
 
-func (c *Coordinator) checkRegistration(reg *orchestrator.RunnerRegistration) error {
+func (c *Coordinator) checkRegistration(ctx context.Context, reg *orchestrator.RunnerRegistration) error {
 	bad := func(format string, args ...any) error {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_registration", format, args...)
 	}
@@ -201,6 +201,11 @@ func (c *Coordinator) checkRegistration(reg *orchestrator.RunnerRegistration) er
 			return bad("blueprints[%d]: name %q must not contain '@'", i, b.Name)
 		}
 		if err := c.checkSchemaSizes(b); err != nil {
+			return err
+		}
+		// Each schema's compile is bounded (orchestrator.CompileSchema); a runner that has gone does not
+		// make the coordinator compile the rest.
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := b.Validate(); err != nil {

@@ -288,8 +288,9 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 		return orchestrator.Errorf(orchestrator.ErrTooLarge, "schema_too_large", "output_schema exceeds %d bytes", c.limits.MaxSchemaBytes)
 	}
 	if os := bytes.TrimSpace(p.OutputSchema); len(os) > 0 && !bytes.Equal(os, []byte("null")) {
-		if _, err := c.schemas.Compile(os); err != nil {
-			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
+		// An over-limit schema is "schema_too_complex", refused before anything costly (CompileSchema).
+		if _, err := c.schemas.CompileOutput(os); err != nil {
+			return err
 		}
 	} else {
 		p.OutputSchema = nil

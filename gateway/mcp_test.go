@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/coordinator"
 	"github.com/agentorchestrator/orchestrator/gateway"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
@@ -29,39 +30,47 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// TestGatewayMCP: an AI agent's MCP calls through its runner's gateway start children of its own session,
-// with its run's token, and cannot reach other sessions.
-func TestGatewayMCP(t *testing.T) {
-	t.Parallel()
+// mcpGateway returns a coordinator with the helper agent, a run of it (the parent) and the environment of
+// that run, whose gateway serves MCP.
+func mcpGateway(t *testing.T) (*coordinator.Coordinator, *orchestrator.StartRunResult, map[string]string) {
+	t.Helper()
 	coord := newCoordinator(t)
-	ctx := ctxT(t)
-	must[*orchestrator.AgentInfo](t, "CreateAgent")(coord.CreateAgent(ctx, helper()))
-	parent := must[*orchestrator.StartRunResult](t, "StartRun parent")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
-	other := must[*orchestrator.StartRunResult](t, "StartRun other")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "o"}))
-
+	must[*orchestrator.AgentInfo](t, "CreateAgent")(coord.CreateAgent(ctxT(t), helper()))
+	parent := must[*orchestrator.StartRunResult](t, "StartRun parent")(coord.StartRun(ctxT(t), orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
 	gw := gateway.New(coord, gateway.Config{MCP: func(c orchestrator.Coordinator) http.Handler {
 		return mcpserver.NewHandler(c, mcpserver.Config{})
 	}})
 	t.Cleanup(func() { gw.Close() })
 	env, closeRun := gw.Open(assignment(parent))
-	defer closeRun()
+	t.Cleanup(closeRun)
+	return coord, parent, env
+}
 
-	connect := func(token string) *mcp.ClientSession {
-		t.Helper()
-		h := http.Header{}
-		h.Set("Authorization", "Bearer "+token)
-		h.Set(mcpserver.HeaderSessionID, parent.SessionID)
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint: env[orchestrator.EnvAPIURL] + "/mcp", HTTPClient: &http.Client{Transport: headerTransport{h}},
-			DisableStandaloneSSE: true,
-		}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v", err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+// connectMCP connects an MCP client to the run's gateway with token, as the parent's session.
+func connectMCP(t *testing.T, env map[string]string, token, sessionID string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	h.Set(mcpserver.HeaderSessionID, sessionID)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(ctxT(t), &mcp.StreamableClientTransport{
+		Endpoint: env[orchestrator.EnvAPIURL] + "/mcp", HTTPClient: &http.Client{Transport: headerTransport{h}},
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
 	}
-	cs := connect(env[orchestrator.EnvAPIToken])
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestGatewayMCP: an AI agent's MCP calls through its runner's gateway start children of its own session,
+// with its run's token, and cannot reach other sessions.
+func TestGatewayMCP(t *testing.T) {
+	t.Parallel()
+	coord, parent, env := mcpGateway(t)
+	ctx := ctxT(t)
+	other := must[*orchestrator.StartRunResult](t, "StartRun other")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "o"}))
+	cs := connectMCP(t, env, env[orchestrator.EnvAPIToken], parent.SessionID, nil)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "start_agent_session", Arguments: map[string]any{
 		"agent_name": "helper", "prompt": "child", "mode": "async_poll",
 	}})
@@ -96,36 +105,17 @@ func TestGatewayMCP(t *testing.T) {
 // there, naming the child.
 func TestGatewayMCPCancel(t *testing.T) {
 	t.Parallel()
-	coord := newCoordinator(t)
+	coord, parent, env := mcpGateway(t)
 	ctx := ctxT(t)
-	must[*orchestrator.AgentInfo](t, "CreateAgent")(coord.CreateAgent(ctx, helper()))
-	parent := must[*orchestrator.StartRunResult](t, "StartRun parent")(coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
-	gw := gateway.New(coord, gateway.Config{MCP: func(c orchestrator.Coordinator) http.Handler {
-		return mcpserver.NewHandler(c, mcpserver.Config{})
-	}})
-	t.Cleanup(func() { gw.Close() })
-	env, closeRun := gw.Open(assignment(parent))
-	defer closeRun()
-
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+env[orchestrator.EnvAPIToken])
-	h.Set(mcpserver.HeaderSessionID, parent.SessionID)
 	progress := make(chan string, 8)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+	cs := connectMCP(t, env, env[orchestrator.EnvAPIToken], parent.SessionID, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			select {
 			case progress <- req.Params.Message:
 			default:
 			}
 		},
-	}).Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: env[orchestrator.EnvAPIURL] + "/mcp", HTTPClient: &http.Client{Transport: headerTransport{h}},
-		DisableStandaloneSSE: true,
-	}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	})
 
 	// No runner takes the child: the sync call waits until it is cancelled.
 	callCtx, cancel := context.WithCancel(ctx)

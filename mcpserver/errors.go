@@ -29,8 +29,10 @@ var hints = map[string]string{
 	"callback_to_deterministic": "Use mode sync (or async_poll) to start agents from a deterministic session.",
 	"agent_disabled":            "This agent is disabled; choose another one from list_agent_blueprints.",
 	"invalid_schema":            "The output_schema is not a valid JSON Schema; fix it or leave it out.",
-	"cancelled":                 "The run this call started was stopped. Call start_agent_session (or resume_agent_session) again to run it anew.",
-	"client_gone":               "The session keeps running: get_agent_session_result with its session_id waits for its result.",
+	"schema_too_complex": "The output_schema is too costly to compile or to validate against (measure, limit and measured say which " +
+		"limit it passed): nest it less deeply, use fewer subschemas and references, or leave it out.",
+	"cancelled":   "The run this call started was stopped. Call start_agent_session (or resume_agent_session) again to run it anew.",
+	"client_gone": "The session keeps running: get_agent_session_result with its session_id waits for its result.",
 	"demands_conflict": "The run's demands contradict each other: project_dir must agree with the demands this MCP client's " +
 		"configuration adds (" + HeaderDemands + ") and with the agent's own. Leave project_dir out, or give the one they name.",
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"sync"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -70,7 +71,7 @@ func (c *Cache) Compile(raw json.RawMessage) (*orchestrator.Schema, error) {
 		var ce *orchestrator.Error
 		if errors.As(e.err, &ce) {
 			cp := *ce
-			cp.Details = nil
+			cp.Details = maps.Clone(ce.Details)
 			return nil, &cp
 		}
 		return nil, e.err
@@ -85,13 +86,22 @@ func hasSchema(raw json.RawMessage) bool {
 }
 
 // CompileOutput compiles an invocation's output schema for an executor: nil when the invocation declares
-// none (empty or JSON null), an ErrInvalid "invalid_schema" error when it does not compile.
+// none (empty or JSON null), an ErrInvalid "invalid_schema" (or "schema_too_complex") error when it does
+// not compile. The error keeps the compile error's code and details, its message prefixed with
+// "output_schema: ".
 func (c *Cache) CompileOutput(raw json.RawMessage) (*orchestrator.Schema, error) {
 	if !hasSchema(raw) {
 		return nil, nil
 	}
 	s, err := c.Compile(raw)
 	if err != nil {
+		var ce *orchestrator.Error
+		if errors.As(err, &ce) {
+			cp := *ce
+			cp.Message = "output_schema: " + ce.Message
+			cp.Details = maps.Clone(ce.Details)
+			return nil, &cp
+		}
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_schema", "output_schema: %v", err)
 	}
 	return s, nil

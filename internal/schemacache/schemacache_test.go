@@ -112,3 +112,20 @@ func TestCompileOutput(t *testing.T) {
 		t.Errorf("CompileOutput of a bad schema = %v, want invalid_schema naming output_schema", err)
 	}
 }
+
+// An over-limit output schema is refused with its code and details, the message naming output_schema, from
+// the first compile and from the cache alike.
+func TestCompileOutputKeepsTheLimitError(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat(`{"items":`, 100) + `{}` + strings.Repeat(`}`, 100)
+	c := New(0)
+	for i := range 2 { // the second answer comes from the cache
+		_, err := c.CompileOutput(json.RawMessage(deep))
+		var e *orchestrator.Error
+		if !errors.As(err, &e) || e.Code != "schema_too_complex" || !strings.HasPrefix(e.Message, "output_schema: ") ||
+			e.Details["measure"] != "depth" {
+			t.Fatalf("CompileOutput #%d = %v, want schema_too_complex naming output_schema with its details", i, err)
+		}
+		e.Details["measure"] = "changed by a caller" // must not reach the next caller
+	}
+}

@@ -101,7 +101,7 @@ const (
 )
 
 // Compile parses and compiles a JSON Schema; see orchestrator.CompileSchema for what it refuses. Errors are
-// *SchemaError.
+// *SchemaError, or *LimitError for a schema beyond one of the limits (limits.go).
 func Compile(raw []byte) (s *Schema, err error) {
 	defer func() {
 		// The schema is untrusted input: a panic deep inside a library must not take the process down.
@@ -119,6 +119,12 @@ func Compile(raw []byte) (s *Schema, err error) {
 	if err != nil {
 		return nil, schemaErrorf("schema is not valid JSON: %v", err)
 	}
+	// What compiling costs is bounded before the library compiles, and what validating costs before
+	// anything is validated (the defaults below are): see limits.go.
+	cost, err := checkShape(doc, len(raw))
+	if err != nil {
+		return nil, err
+	}
 
 	c := newCompiler()
 	if err := c.AddResource(schemaURL, doc); err != nil {
@@ -128,8 +134,8 @@ func Compile(raw []byte) (s *Schema, err error) {
 	if err != nil {
 		return nil, compileError(err, doc)
 	}
-	if rc := findRefCycle(compiled); rc != nil {
-		return nil, schemaErrorf("invalid schema: %s", refCycleMessage(rc))
+	if _, err := measureEvaluations(compiled, cost, compileCostLimit(len(raw))); err != nil {
+		return nil, err
 	}
 	s = &Schema{doc: doc, compiled: compiled}
 	if bytes.Contains(raw, []byte(`"format"`)) {
@@ -505,33 +511,6 @@ func compileError(err error, doc any) error {
 			dotLocation(fragmentTokens(ire.URL)), ire.Regex, ire.Err)
 	}
 	return schemaErrorf("invalid schema: %s", cleanSchemaError(err))
-}
-
-// findRefCycle looks for a $ref loop that never reaches a keyword ({"$ref":"#"}). Such a schema fails on
-// every value that reaches the loop, so it is refused up front; probing a few values finds the loops that do
-// not depend on the instance's content.
-func findRefCycle(s *sjs.Schema) *kind.RefCycle {
-	for _, v := range []any{nil, false, json.Number("0"), "", []any{}, map[string]any{}} {
-		var ve *sjs.ValidationError
-		if err := s.Validate(v); errors.As(err, &ve) {
-			if rc := refCycleIn(ve); rc != nil {
-				return rc
-			}
-		}
-	}
-	return nil
-}
-
-func refCycleIn(e *sjs.ValidationError) *kind.RefCycle {
-	if rc, ok := e.ErrorKind.(*kind.RefCycle); ok {
-		return rc
-	}
-	for _, c := range e.Causes {
-		if rc := refCycleIn(c); rc != nil {
-			return rc
-		}
-	}
-	return nil
 }
 
 func refCycleMessage(rc *kind.RefCycle) string {
