@@ -1,6 +1,10 @@
 package orchestrator_test
 
 import (
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -114,4 +118,105 @@ func anchor(heading string) string {
 		}
 	}
 	return b.String()
+}
+
+// docs/README.md is the index of the documentation: every page of docs/ is listed in it.
+func TestDocsIndexListsEveryPage(t *testing.T) {
+	t.Parallel()
+	index, err := os.ReadFile("docs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, "docs/openapi.yaml")
+	for _, page := range pages {
+		name := filepath.Base(page)
+		if name == "README.md" {
+			continue
+		}
+		if !strings.Contains(string(index), "]("+name+")") {
+			t.Errorf("docs/README.md does not list %s: add a row for it to the index", page)
+		}
+	}
+}
+
+// The package documentation's [Name] links name identifiers the root package declares, so that go doc
+// and pkgsite render them as links: an unknown name is printed as plain text, brackets and all.
+func TestPackageDocLinksResolve(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	pkg, err := doc.NewFromFiles(fset, files, "github.com/agentorchestrator/orchestrator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			for _, n := range v.Names {
+				known[n] = true
+			}
+		}
+	}
+	funcs := func(prefix string, fs []*doc.Func) {
+		for _, f := range fs {
+			known[prefix+f.Name] = true
+		}
+	}
+	values(pkg.Consts)
+	values(pkg.Vars)
+	funcs("", pkg.Funcs)
+	for _, typ := range pkg.Types {
+		known[typ.Name] = true
+		values(typ.Consts)
+		values(typ.Vars)
+		funcs("", typ.Funcs)
+		funcs(typ.Name+".", typ.Methods)
+		for _, spec := range typ.Decl.Specs {
+			ts, ok := spec.(*ast.TypeSpec)
+			if !ok {
+				continue
+			}
+			switch tt := ts.Type.(type) {
+			case *ast.InterfaceType:
+				for _, m := range tt.Methods.List {
+					for _, n := range m.Names {
+						known[typ.Name+"."+n.Name] = true
+					}
+				}
+			case *ast.StructType:
+				for _, field := range tt.Fields.List {
+					for _, n := range field.Names {
+						known[typ.Name+"."+n.Name] = true
+					}
+				}
+			}
+		}
+	}
+	links := regexp.MustCompile(`\[\*?([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)?)\]`).FindAllStringSubmatch(pkg.Doc, -1)
+	if len(links) == 0 {
+		t.Fatal("the package documentation has no [Name] links")
+	}
+	for _, m := range links {
+		if !known[m[1]] {
+			t.Errorf("the package documentation (doc.go) links [%s], which the root package does not declare", m[1])
+		}
+	}
 }

@@ -39,6 +39,9 @@ func TestForeignAndUnknownIDsReadAlike(t *testing.T) {
 		}
 		req, _ := http.NewRequestWithContext(ctx, method, base+path, rd)
 		req.Header.Set("Authorization", "Bearer "+token)
+		if rd != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)

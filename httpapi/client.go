@@ -124,10 +124,10 @@ func NewClient(baseURL string, cfg ClientConfig) (*Client, error) {
 		one = strings.TrimSpace(one)
 		u, err := url.Parse(one)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("httpapi: base URL %q must be an absolute http or https URL", one)
+			return nil, fmt.Errorf("httpapi: base URL %q must be an absolute http or https URL", RedactURL(one))
 		}
 		if u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("httpapi: base URL %q must not have a query or fragment", one)
+			return nil, fmt.Errorf("httpapi: base URL %q must not have a query or fragment", RedactURL(one))
 		}
 		bases = append(bases, strings.TrimRight(u.String(), "/"))
 	}
@@ -174,6 +174,36 @@ func NewClient(baseURL string, cfg ClientConfig) (*Client, error) {
 // URL returns the base URL requests currently go to.
 func (c *Client) URL() string { return c.bases[c.cur.Load()] }
 
+// RedactURL returns rawURL — a base URL, or several separated by commas, as [NewClient] takes them — with
+// each password replaced by "xxxxx" (url.URL.Redacted), for messages and logs that name a coordinator.
+// A URL that does not parse is redacted by its shape: the part of its authority between the first ":"
+// and the last "@".
+func RedactURL(rawURL string) string {
+	parts := strings.Split(rawURL, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+			continue
+		}
+		authority := p
+		if _, rest, ok := strings.Cut(p, "://"); ok {
+			authority = rest
+		}
+		if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+			authority = authority[:end]
+		}
+		at := strings.LastIndex(authority, "@")
+		if at < 0 {
+			continue
+		}
+		userinfo := authority[:at]
+		if user, _, ok := strings.Cut(userinfo, ":"); ok {
+			parts[i] = strings.Replace(p, userinfo+"@", user+":xxxxx@", 1)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // failedOver is called when the coordinator at bases[idx] gave no answer: unless another request moved
 // on already, the next URL becomes current. It returns the current index.
 func (c *Client) failedOver(idx int, err error) int {
@@ -181,7 +211,7 @@ func (c *Client) failedOver(idx int, err error) int {
 		next := (idx + 1) % len(c.bases)
 		if c.cur.CompareAndSwap(int32(idx), int32(next)) {
 			c.cfg.Logger.Warn("coordinator unreachable; switching to the next URL",
-				"from", c.bases[idx], "to", c.bases[next], "err", err)
+				"from", RedactURL(c.bases[idx]), "to", RedactURL(c.bases[next]), "err", err)
 		}
 	}
 	return int(c.cur.Load())

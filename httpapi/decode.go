@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -85,6 +86,29 @@ func decodeObject(data []byte, v any, strict bool) error {
 		return badBody("the body must be a JSON object")
 	}
 	return decodeJSON(data, v, strict)
+}
+
+// checkNumbers reports a number in data, JSON text, that no 64-bit float holds (1e999, -2e308). Kept as
+// it came, it would break every reader that decodes JSON numbers as floats — JavaScript, encoding/json
+// into any, most JSON libraries — on every later read. Malformed JSON is left to the decoder that follows.
+func checkNumbers(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				s := string(n)
+				if len(s) > 40 {
+					s = s[:37] + "..."
+				}
+				return fmt.Errorf("holds the number %s, beyond the range of a 64-bit float", s)
+			}
+		}
+	}
 }
 
 func jsonError(err error) error {

@@ -98,8 +98,10 @@
 // that limit (max_result_bytes) and cuts its results to fit. In POST /runner/reports each report is
 // accepted or refused (result_too_large, 413) on its own. Bodies are decoded leniently —
 // unknown fields are ignored, for forward compatibility — except blueprints, where a misspelt key is an
-// error; wrong types, malformed JSON and trailing data are 400 with a message that names the problem. The
-// Content-Type of a request is not checked (curl -d sends form encoding).
+// error; wrong types, malformed JSON and trailing data are 400 with a message that names the problem. A
+// request that may change something (POST, PUT, PATCH, DELETE) carries a JSON body, with Content-Type:
+// application/json, or no body: anything else is 415 unsupported_media_type (see "Browsers"; with curl,
+// send bodies with --json rather than -d, which sends form encoding).
 //
 // # Event streams
 //
@@ -140,6 +142,25 @@
 // [Config.MaxLongPolls] requests open at once per credential (default [DefaultMaxLongPolls]): per bearer
 // token, or with no tokens per client IP address. One more is 429 {"error":"too_many_long_polls"} with
 // Retry-After: 1; [Client] retries such answers.
+//
+// # Browsers
+//
+// A browser lets any web page send requests to any address, and a page whose name is made to resolve to
+// the coordinator's address (DNS rebinding) even reads the answers: on an open API that would let any
+// page a person opens start agents on their machine. So every route but GET /health and GET /ready
+// refuses what only a web page would send:
+//
+//   - a body that is not JSON on POST, PUT, PATCH and DELETE (415 unsupported_media_type), since a page may
+//     send JSON to another origin only after a CORS preflight, which the API does not answer; routes that
+//     take other bodies say so ([Route].RawBody);
+//   - a browser's request from another origin (403 origin_not_allowed): Sec-Fetch-Site is not
+//     same-origin or none, or, without it, the Origin header names another host than the Host header — unless
+//     Origin is one of [Config.AllowedOrigins]. A link from another site may still open the dashboard's pages;
+//   - on an open API, or on any API once [Config.AllowedHosts] is set, a Host header other than localhost,
+//     a name under .localhost, an IP address or an allowed host (421 host_not_allowed).
+//
+// Clients that are not browsers send neither Origin nor Sec-Fetch-Site, and name the address they dial.
+// The dashboard (/ui/) calls the API from its own origin, so it passes all three.
 //
 // # Authentication
 //

@@ -275,6 +275,11 @@ func (s *server) appendEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	for i, ev := range evs {
+		if err := checkNumbers(ev.Data); err != nil {
+			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_event", "event %d: data %v", i, err)
+		}
+	}
 	out, err := s.coord.AppendEvents(r.Context(), id, evs)
 	if err != nil {
 		return err

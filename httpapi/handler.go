@@ -70,8 +70,33 @@ type Config struct {
 	// Metrics, when set, serves GET /metrics (prommetrics' Handler) to the metrics role ([RoleMetrics]) and
 	// admin. Unset, /metrics is 404. A handler, so that this package does not pull in Prometheus.
 	Metrics http.Handler
+	// AllowedOrigins are the web origins, besides the coordinator's own, whose pages a browser may let
+	// call the API: "https://orchestrator.example.com" — scheme, host and port, as a browser's Origin header
+	// names a page. A browser's request from any other origin is 403 origin_not_allowed (see "Browsers" in
+	// the package documentation); requests that are not a browser's (curl, [Client], runners) are not
+	// affected. The own origin is the one the request's Host names; modern browsers say "same-origin"
+	// themselves (Sec-Fetch-Site), so a proxy that changes the Host header matters only to older ones — list
+	// the dashboard's public origin here for them. The API sends no CORS headers: a page of an allowed
+	// origin can make only the requests a browser sends without a preflight. Default: none.
+	AllowedOrigins []string
+	// AllowedHosts are the host names, besides localhost, names under .localhost and IP addresses, that a
+	// request's Host header may name: "orchestrator.example.com", or "*.example.com" for every name under
+	// example.com; ports do not matter. A request naming another host is 421 host_not_allowed — a web page
+	// that points its own name at the coordinator's address (DNS rebinding) names its own. The check
+	// applies to an open API (no Tokens, no Authenticator), whose only protection it is, and to every API
+	// once AllowedHosts is set; never to GET /health and GET /ready. Default: none — an open API behind a
+	// host name (a reverse proxy that keeps the Host, a container reached by its service name) needs its
+	// name here; an API with tokens is not checked.
+	AllowedHosts []string
 	// Logger receives server errors (5xx) and panics. Default: discard.
 	Logger *slog.Logger
+}
+
+// Validate reports a setting [NewHandler] cannot use: an entry of AllowedOrigins that is not an origin
+// (scheme://host[:port]) or of AllowedHosts that is not a host name.
+func (c Config) Validate() error {
+	_, err := newBrowserGuard(c, false)
+	return err
 }
 
 // DefaultMaxBodyBytes is the default of [Config.MaxBodyBytes].
@@ -148,21 +173,26 @@ type server struct {
 	polls *longPolls // nil: no limit
 	// maxResult is the largest result, as JSON, a registering runner is told it may report.
 	maxResult int64
+	browser   *browserGuard
 }
 
 // NewHandler returns the coordinator's HTTP API over coord (docs/http-api.md): agents, runs, sessions, events
 // (paged, long-polled, or streamed as Server-Sent Events), runners, and the /runner/* endpoints runners
 // call. Every route enforces its roles ([Routes]). Every error is a JSON body {"error": code, "message":
 // text, …details} with a status from the error's kind; unknown routes are 404 and wrong methods 405, in
-// the same shape.
+// the same shape. It panics if cfg.Validate fails.
 func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	cfg, maxResult := cfg.withDefaults().withReportLimit(coord)
+	guard, err := newBrowserGuard(cfg, cfg.Authenticator == nil && len(cfg.Tokens) == 0)
+	if err != nil {
+		panic(err)
+	}
 	if cfg.Authenticator == nil && len(cfg.Tokens) > 0 {
 		ta := NewTokenAuth(cfg.Tokens)
 		ta.runners, _ = coord.(RunnerVerifier)
 		cfg.Authenticator = ta
 	}
-	s := &server{coord: &runnerScoped{inner: coord}, cfg: cfg, log: cfg.Logger, maxResult: maxResult}
+	s := &server{coord: &runnerScoped{inner: coord}, cfg: cfg, log: cfg.Logger, maxResult: maxResult, browser: guard}
 	if cfg.MaxLongPolls > 0 {
 		s.polls = &longPolls{max: cfg.MaxLongPolls, n: map[string]int{}}
 	}
@@ -245,6 +275,11 @@ func (s *server) wrap(rd routeDef) http.Handler {
 		limit = s.cfg.MaxBatchBytes
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A web page's request is refused before anything else: it learns nothing, not even whether a
+		// token would be accepted.
+		if s.browser.check(w, r, rd) {
+			return
+		}
 		if !rd.Public && s.cfg.Authenticator != nil {
 			ar, err := s.cfg.Authenticator.Authenticate(r, rd.Route)
 			if err != nil {
@@ -252,6 +287,9 @@ func (s *server) wrap(rd routeDef) http.Handler {
 				return
 			}
 			r = ar
+		}
+		if checkMediaType(w, r, rd) {
+			return
 		}
 		if err := checkRequestText(r); err != nil {
 			writeError(w, r, s.log, err)

@@ -94,17 +94,27 @@ func credential(reg *orchestrator.Registration) string {
 	return RunnerCredential(reg.RunnerID, reg.RunnerSecret)
 }
 
-// serve runs one request through the handler in-process and returns the recorded response.
+// serve runs one request through the handler in-process and returns the recorded response. It names the
+// coordinator by address, as a client that dialed it does, and sends a body as JSON (Content-Type:
+// application/json), unless header says otherwise.
 func serve(h http.Handler, method, target, token string, body []byte, header ...string) *httptest.ResponseRecorder {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req := httptest.NewRequest(method, target, rd)
+	req.Host = "127.0.0.1:8765" // the address a client dialed, not httptest's example.com (see browser.go)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()

@@ -197,3 +197,28 @@ func TestOpenAPIDocumentsTheEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDocumentsBrowserChecks: every route the browser checks apply to documents their answers —
+// 403 and 421 on every route but the probes, 415 on every route that may change something and takes JSON
+// (see browser.go).
+func TestOpenAPIDocumentsBrowserChecks(t *testing.T) {
+	doc := loadAPIDoc(t)
+	for _, rd := range routeTable {
+		op, _ := doc.Match(rd.Method, concretePath(rd.Pattern))
+		if op == nil {
+			continue // TestOpenAPIDescribesEveryRoute says so
+		}
+		var want []string
+		if browserPolicies[rd.String()] != policyProbe {
+			want = append(want, "403", "421")
+		}
+		if stateChanging[rd.Method] && !rd.RawBody {
+			want = append(want, "415")
+		}
+		for _, status := range want {
+			if !slices.Contains(doc.Statuses(op), status) {
+				t.Errorf("%s does not document %s in docs/openapi.yaml (browser.go answers it)", op, status)
+			}
+		}
+	}
+}

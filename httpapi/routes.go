@@ -17,6 +17,11 @@ type Route struct {
 	Public bool
 	// LongPoll routes may hold the request open (a wait parameter or a stream).
 	LongPoll bool
+	// RawBody routes take a body of any media type, as it is (an upload). Every other route that may
+	// change something (POST, PUT, PATCH, DELETE) takes a JSON body or none: a body sent with another
+	// Content-Type, or with none, is 415 unsupported_media_type — the media types a web page may send to
+	// another origin without asking first are never JSON.
+	RawBody bool
 }
 
 // String returns "METHOD /pattern".

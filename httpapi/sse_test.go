@@ -59,7 +59,10 @@ func nextEvent(t *testing.T, br *bufio.Reader) sseFrame {
 	}
 }
 
-// sseServer serves the API with a short write timeout, which the stream must be exempt from.
+// sseServer serves the API with a short write timeout, which streams and long polls must be exempt from
+// (env.srv; env.client calls it), and returns a client for the test's other calls. That client calls the
+// same handler through a server without the timeout: an ordinary request is not exempt, and on a loaded
+// machine (under -race) it may take longer than 150ms.
 func sseServer(t *testing.T) (*testEnv, *Client) {
 	coord := newCoordinator(t, coordinator.Config{})
 	h := NewHandler(coord, Config{Tokens: testTokens, Heartbeat: 30 * time.Millisecond})
@@ -67,8 +70,10 @@ func sseServer(t *testing.T) (*testEnv, *Client) {
 	srv.Config.WriteTimeout = 150 * time.Millisecond
 	srv.Start()
 	t.Cleanup(srv.Close)
-	env := &testEnv{coord: coord, handler: h, srv: srv}
-	return env, env.client(t, clientTok)
+	untimed := httptest.NewServer(h)
+	t.Cleanup(untimed.Close)
+	setup := &testEnv{coord: coord, handler: h, srv: untimed}
+	return &testEnv{coord: coord, handler: h, srv: srv}, setup.client(t, clientTok)
 }
 
 func openStream(t *testing.T, ctx context.Context, url string, header ...string) *bufio.Reader {
@@ -178,10 +183,11 @@ func TestSSEErrorsBeforeStream(t *testing.T) {
 // TestLongPollPastWriteTimeout: a long poll longer than the server's write timeout still gets its answer.
 func TestLongPollPastWriteTimeout(t *testing.T) {
 	t.Parallel()
-	env, client := sseServer(t)
+	env, setup := sseServer(t)
+	client := env.client(t, clientTok) // through the server with the write timeout
 	ctx := ctxT(t)
 	must[*orchestrator.AgentInfo](t, "CreateAgent")(env.coord.CreateAgent(ctx, aiAgent("helper")))
-	res := must[*orchestrator.StartRunResult](t, "StartRun")(client.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
+	res := must[*orchestrator.StartRunResult](t, "StartRun")(setup.StartRun(ctx, orchestrator.StartRunParams{AgentName: "helper", Prompt: "p"}))
 	s, err := client.WaitSession(ctx, res.SessionID, 300*time.Millisecond)
 	if err != nil || s.Status != orchestrator.SessionPending {
 		t.Fatalf("WaitSession past the write timeout = %+v, %v", s, err)

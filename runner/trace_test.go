@@ -40,6 +40,7 @@ func TestTraceHelper(t *testing.T) {
 		req, _ := http.NewRequest("POST", os.Getenv(orchestrator.EnvAPIURL)+"/runs?wait=60s",
 			strings.NewReader(`{"agent_name":"trace-child","mode":"sync"}`))
 		req.Header.Set("Authorization", "Bearer "+os.Getenv(orchestrator.EnvAPIToken))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("traceparent", os.Getenv("TRACEPARENT"))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -107,6 +108,7 @@ func TestTraceOneTree(t *testing.T) {
 	}
 
 	req, _ := http.NewRequest("POST", srv.URL+"/runs?wait=60s", bytes.NewReader([]byte(`{"agent_name":"trace-parent","mode":"sync"}`)))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

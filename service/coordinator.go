@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,6 +52,15 @@ type CoordinatorConfig struct {
 	Insecure bool
 	// UI serves the dashboard at /ui/ (-ui). Default true.
 	UI bool
+	// AllowedOrigins are comma-separated web origins, besides the coordinator's own, whose pages a browser
+	// may let call the API (-allowed-origins; httpapi.Config.AllowedOrigins): "https://orchestrator.example.com".
+	// Default none.
+	AllowedOrigins string
+	// AllowedHosts are comma-separated host names, besides localhost and IP addresses, that requests may
+	// name in their Host header (-allowed-hosts; httpapi.Config.AllowedHosts): "orchestrator.example.com",
+	// "*.svc.cluster.local". An open API answers only those; with it set, so does an API with tokens.
+	// Default none.
+	AllowedHosts string
 	// Coordinator is the coordinator's configuration; the service sets its Store, Logger and Notifier.
 	Coordinator coordinator.Config
 	// Log chooses the log format and level (-log-format, -log-level).
@@ -73,6 +83,8 @@ func (c *CoordinatorConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at GET /metrics (to -metrics-token and admin tokens)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow an open API (no tokens) on a non-loopback address")
 	fs.BoolVar(&c.UI, "ui", true, "serve the dashboard at /ui/")
+	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "web origins besides the coordinator's own whose pages may call the API from a browser, comma-separated (https://orchestrator.example.com)")
+	fs.StringVar(&c.AllowedHosts, "allowed-hosts", "", "host names besides localhost and IP addresses that requests may name in Host, comma-separated (orchestrator.example.com, *.svc.cluster.local); an open API answers only those, and with it set so does one with tokens")
 	c.Coordinator.RegisterFlags(fs)
 	if s := os.Getenv(EnvWebhookSecret); s != "" {
 		c.Coordinator.WebhookSecret = []byte(s)
@@ -155,7 +167,8 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 	s := &Server{Coordinator: coord, URL: "http://" + ln.Addr().String(), done: make(chan error, 1)}
 	log.Info("coordinator listening", "addr", ln.Addr().String(), "db", redact(c.DB), "auth", !open,
 		"notifier", cfg.Notifier != nil, "agents_loaded", len(agents))
-	hcfg := httpapi.Config{Tokens: tokens, Logger: log, MCP: mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})}
+	hcfg := c.httpConfig()
+	hcfg.Tokens, hcfg.Logger, hcfg.MCP = tokens, log, mcpserver.NewHandler(coord, mcpserver.Config{Logger: log})
 	if metrics != nil {
 		metrics.WatchCoordinator(coord)
 		hcfg.Metrics = metrics.Handler()
@@ -217,12 +230,31 @@ func (c *CoordinatorConfig) tokens() (map[string]httpapi.Role, error) {
 		}
 		tokens[tok] = httpapi.RoleMetrics
 	}
+	if err := c.httpConfig().Validate(); err != nil {
+		return nil, fmt.Errorf("-allowed-origins, -allowed-hosts: %w", err)
+	}
 	if err := httpapi.CheckListenAddr(c.Addr, len(tokens) == 0, c.Insecure); err != nil {
 		return nil, fmt.Errorf("refusing to serve an open API (no tokens) on -addr %s, which other hosts can reach: "+
 			"set tokens (-admin-token, -client-token, -runner-token or $%s, $%s, $%s), listen on a loopback address, or give -insecure",
 			c.Addr, httpapi.EnvAdminToken, httpapi.EnvClientToken, httpapi.EnvRunnerToken)
 	}
 	return tokens, nil
+}
+
+// httpConfig is the API's configuration from -allowed-origins and -allowed-hosts.
+func (c *CoordinatorConfig) httpConfig() httpapi.Config {
+	return httpapi.Config{AllowedOrigins: splitList(c.AllowedOrigins), AllowedHosts: splitList(c.AllowedHosts)}
+}
+
+// splitList splits a comma-separated flag value, without empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // redact hides a database URL's password.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,65 @@ func TestRunnerCheck(t *testing.T) {
 			t.Errorf("%v: %v, want no error", tc.args, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The coordinator's start-up checks refuse an -allowed-origins or -allowed-hosts entry that could never
+// match, naming the flags, before a database is opened; the allowed hosts reach the API.
+func TestCoordinatorAllowedOriginsAndHosts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{[]string{"-allowed-origins", "orchestrator.example.com"}, "-allowed-origins, -allowed-hosts: httpapi: allowed origin \"orchestrator.example.com\" is not an origin"},
+		{[]string{"-allowed-hosts", "https://orchestrator.example.com"}, "-allowed-origins, -allowed-hosts: httpapi: allowed host"},
+	} {
+		var cfg service.CoordinatorConfig
+		fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+		cfg.RegisterFlags(fs)
+		db := filepath.Join(t.TempDir(), "o.db")
+		if err := fs.Parse(append([]string{"-db", db}, tc.args...)); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		_, err := cfg.OpenStore(t.Context(), slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+		if _, serr := os.Stat(db); serr == nil {
+			t.Errorf("%v: the database was created before the check", tc.args)
+		}
+	}
+	// Accepted, they reach the API: an open API on loopback answers an allowed name.
+	var cfg service.CoordinatorConfig
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "o.db"), "-ui=false", "-metrics=false",
+		"-allowed-hosts", " orchestrator.example.com, *.svc.cluster.local", "-allowed-origins", "https://orchestrator.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	store, err := cfg.OpenStore(t.Context(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	srv, err := cfg.Start(t.Context(), store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	for host, want := range map[string]int{"orchestrator.example.com": 200, "a.ns.svc.cluster.local:8765": 200, "evil.example": 421} {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/agents", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /agents with Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
 }

@@ -63,7 +63,8 @@ type browser struct {
 	dialogs  int
 }
 
-func newBrowser(t testing.TB) *browser {
+// newBrowser starts a headless Chromium with the options every test needs, then extra.
+func newBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(findBrowser(t)),
@@ -88,6 +89,7 @@ func newBrowser(t testing.TB) *browser {
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.WindowSize(1200, 820),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(func() {
@@ -235,12 +237,16 @@ func js(s string) string {
 
 var sessionURL = regexp.MustCompile(`/ui/sessions/(ses_[0-9a-z]+)$`)
 
-// call sends a JSON request to the API, as another client would, and returns the status and the body.
+// call sends a request to the API, as another client would, a body as JSON, and returns the status and
+// the body.
 func call(t *testing.T, w *world, method, path, token, body string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, w.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -423,6 +429,7 @@ func TestBrowser(t *testing.T) {
 	// A run started with a W3C traceparent shows its trace id on its page.
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	req, _ := http.NewRequest("POST", w.URL+"/runs", strings.NewReader(`{"agent_name": "greet", "parameters": {"name": "traced"}}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

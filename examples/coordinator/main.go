@@ -9,6 +9,9 @@
 // loads AI agent blueprints (*.json) into the registry at start. -webhook-secret (or
 // ORCHESTRATOR_WEBHOOK_SECRET) signs deliveries to runs' callback_url; -webhook-allow-hosts opens
 // non-public destinations. Several coordinators may serve one PostgreSQL database (-db postgres://…).
+// Browsers' requests from other origins are refused; -allowed-origins names more origins to serve (a proxy
+// in front that changes Host), and -allowed-hosts the host names an open API answers besides localhost and
+// IP addresses (docs/http-api.md, "Browsers").
 // `coordinator -h` lists every flag; the wiring is package service's [service.CoordinatorConfig].
 package main
 

@@ -1,14 +1,19 @@
 // Command quickstart runs the whole system in one process on the embedded SQLite default: a coordinator
 // serving the HTTP API (and the dashboard at /ui/) on 127.0.0.1:8765, a runner with the example blueprints
 // (examples/blueprints), and a sample invocation of the web-crawler agent against a small demo site (served on
-// 127.0.0.1:8766). Then it keeps serving, the demo site too, and prints ao and curl commands to try next. Run
-// it from the repository root:
+// 127.0.0.1:8766). Then it keeps serving, the demo site too, and prints ao and curl commands to try next,
+// with the client token they need. Run it from the repository root:
 //
 //	go run ./examples/quickstart
+//
+// Its API takes bearer tokens, a client's and an admin's: $ORCHESTRATOR_CLIENT_TOKEN and
+// $ORCHESTRATOR_ADMIN_TOKEN, or new random ones at each start. An open API on loopback would be reachable
+// by every program and every user of the machine; the tokens leave it to the person who started it.
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,11 +21,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/service"
 )
 
 func main() {
-	cfg := service.CoordinatorConfig{UI: true} // open API on loopback; the coordinator's defaults
+	tok := newTokens(os.Getenv)
+	cfg := service.CoordinatorConfig{UI: true, ClientTokens: tok.client, AdminTokens: tok.admin} // the coordinator's defaults
 	flag.StringVar(&cfg.Addr, "addr", "127.0.0.1:8765", "address of the coordinator's HTTP API")
 	flag.StringVar(&cfg.DB, "db", "orchestrator.db", "SQLite file")
 	site := flag.String("site-addr", "127.0.0.1:8766", "address of the demo site the sample crawls (any free port if taken)")
@@ -30,13 +37,13 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, &cfg, *site, *once); err != nil {
+	if err := run(ctx, log, &cfg, tok, *site, *once); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, cfg *service.CoordinatorConfig, siteAddr string, once bool) error {
+func run(ctx context.Context, log *slog.Logger, cfg *service.CoordinatorConfig, tok tokens, siteAddr string, once bool) error {
 	base, stopSystem, err := startSystem(ctx, log, cfg)
 	if err != nil {
 		return err
@@ -47,11 +54,28 @@ func run(ctx context.Context, log *slog.Logger, cfg *service.CoordinatorConfig, 
 		return err
 	}
 	defer stopSite()
-	session, err := sample(ctx, base, siteURL)
+	session, err := sample(ctx, base, tok.client, siteURL)
 	if err != nil || once {
 		return err
 	}
-	printTryNext(base, session, siteURL)
+	printTryNext(os.Stdout, base, session, siteURL, tok)
 	<-ctx.Done()
 	return nil
+}
+
+// tokens are the API's bearer tokens: the client's, which ao, curl and the dashboard use, and the admin's,
+// for the agent registry and the runners.
+type tokens struct{ client, admin string }
+
+// newTokens takes the tokens from $ORCHESTRATOR_CLIENT_TOKEN and $ORCHESTRATOR_ADMIN_TOKEN, or makes new
+// random ones: a person who restarts the quickstart with them set keeps the ones ao already uses.
+func newTokens(getenv func(string) string) tokens {
+	t := tokens{client: getenv(httpapi.EnvClientToken), admin: getenv(httpapi.EnvAdminToken)}
+	if t.client == "" {
+		t.client = "aoc_" + rand.Text()
+	}
+	if t.admin == "" {
+		t.admin = "aoa_" + rand.Text()
+	}
+	return t
 }

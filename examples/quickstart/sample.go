@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -44,8 +45,8 @@ func serveDemoSite(addr string) (string, func(), error) {
 
 // sample crawls the demo site at siteURL through the HTTP API, as any client would, and prints the
 // result.
-func sample(ctx context.Context, base, siteURL string) (string, error) {
-	client, err := httpapi.NewClient(base, httpapi.ClientConfig{})
+func sample(ctx context.Context, base, token, siteURL string) (string, error) {
+	client, err := httpapi.NewClient(base, httpapi.ClientConfig{Token: token})
 	if err != nil {
 		return "", err
 	}
@@ -76,10 +77,18 @@ func sample(ctx context.Context, base, siteURL string) (string, error) {
 	return res.SessionID, nil
 }
 
-func printTryNext(base, session, siteURL string) {
-	fmt.Printf(`
+// printTryNext prints what to try next: the token to export, ao commands, curl commands, MCP.
+func printTryNext(w io.Writer, base, session, siteURL string, tok tokens) {
+	fmt.Fprintf(w, `
 The coordinator is serving at %[1]s and the demo site at %[3]s; Ctrl-C stops both.
-Watch it in a browser: %[1]s/ui/
+Its API takes a client token (new at each start unless $ORCHESTRATOR_CLIENT_TOKEN is set); ao and curl
+read it from the environment:
+
+  export ORCHESTRATOR_TOKEN=%[4]s
+
+Watch it in a browser: %[1]s/ui/ (it asks for the token).
+The admin token, for the agent registry and the runners (ao agent add, ao runners, the dashboard's
+Runners page), is %[5]s
 
 Try ao, the command line (go install ./cmd/ao, or go run ./cmd/ao):
 
@@ -89,28 +98,28 @@ Try ao, the command line (go install ./cmd/ao, or go run ./cmd/ao):
   ao sessions
   ao logs %[2]s
 
-or the HTTP API:
+or the HTTP API (bodies go as JSON: curl --json):
 
   # the agents, deterministic ones with their parameters_schema inline
-  curl -s %[1]s/agents
-  curl -s %[1]s/agents/web-crawler/schema
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/agents
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/agents/web-crawler/schema
 
   # start a run (201 with run_id and session_id), then wait for its result
-  curl -s -X POST %[1]s/runs -d '{"agent_name":"file-stats","parameters":{"path":"."}}'
-  curl -s '%[1]s/sessions/SESSION_ID/result?wait=30s'
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/runs --json '{"agent_name":"file-stats","parameters":{"path":"."}}'
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" '%[1]s/sessions/SESSION_ID/result?wait=30s'
 
   # the sample crawl's session, its events (stderr lines as they were streamed), live as Server-Sent Events
-  curl -s %[1]s/sessions/%[2]s
-  curl -s '%[1]s/sessions/%[2]s/events?after=0&limit=100'
-  curl -sN -H 'Accept: text/event-stream' %[1]s/sessions/%[2]s/events
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/sessions/%[2]s
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" '%[1]s/sessions/%[2]s/events?after=0&limit=100'
+  curl -sN -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" -H 'Accept: text/event-stream' %[1]s/sessions/%[2]s/events
 
   # invalid parameters: 400 with every error, its path and the schema
-  curl -s -X POST %[1]s/runs -d '{"agent_name":"web-crawler","parameters":{"url":"not-a-url","depth":"deep"}}'
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/runs --json '{"agent_name":"web-crawler","parameters":{"url":"not-a-url","depth":"deep"}}'
 
   # deterministic agents cannot be resumed: 400
-  curl -s -X POST %[1]s/runs -d '{"type":"resume","session_id":"%[2]s","prompt":"again"}'
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/runs --json '{"type":"resume","session_id":"%[2]s","prompt":"again"}'
 
   # AI agents reach the same tools over MCP (Claude Code):
-  claude mcp add --transport http orchestrator %[1]s/mcp
-`, base, session, siteURL)
+  claude mcp add --transport http orchestrator %[1]s/mcp --header "Authorization: Bearer $ORCHESTRATOR_TOKEN"
+`, base, session, siteURL, tok.client, tok.admin)
 }

@@ -18,7 +18,8 @@ import (
 const usage = `
 quickstart runs the whole orchestrator in one process, to try it: a coordinator (HTTP API, MCP at /mcp,
 the dashboard at /ui/) on a SQLite file, a runner with the example agents of examples/blueprints, and a
-sample crawl of a small demo site. Then it keeps serving and prints ao and curl commands to try next.
+sample crawl of a small demo site. Then it keeps serving and prints ao and curl commands to try next,
+with the token they need.
 Run it from the repository root; it builds the example agents with the go command first.
 
 Usage: go run ./examples/quickstart [flags]
@@ -26,8 +27,11 @@ Usage: go run ./examples/quickstart [flags]
 Example:
   go run ./examples/quickstart -addr 127.0.0.1:9000 -once
 
-Environment: none of its own (the API it serves is open, on a loopback address); the go command must
-be on PATH.
+Environment:
+  ORCHESTRATOR_CLIENT_TOKEN  the client token its API takes (default: a new random one at each start,
+                             printed with the commands to try; ao reads it as ORCHESTRATOR_TOKEN)
+  ORCHESTRATOR_ADMIN_TOKEN   the admin token (default: a new random one, printed)
+The go command must be on PATH.
 `
 
 // startSystem builds the example agents, opens the store, starts the coordinator service and a runner

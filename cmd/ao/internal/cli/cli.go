@@ -8,11 +8,13 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -70,12 +72,15 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		err = &usageError{msg: err.Error()}
 	}
 	var silent *exitError // the command has said what it had to
+	var msg bytes.Buffer
 	if e.json {
 		if !errors.As(err, &silent) {
-			writeJSON(a.Stdout, errorDocument(err))
+			writeJSON(&msg, errorDocument(err))
 		}
+		io.WriteString(a.Stdout, e.redact(msg.String()))
 	} else {
-		reportError(a.Stderr, err, e.url())
+		reportError(&msg, err, e.url())
+		io.WriteString(a.Stderr, e.redact(msg.String()))
 	}
 	return exitCode(err)
 }
@@ -152,6 +157,24 @@ func (e *env) url() string {
 		return u
 	}
 	return DefaultURL
+}
+
+// redact hides the passwords of the coordinator's URL in msg, as url.URL.Redacted does
+// (httpapi.RedactURL): every message ao prints that may name the URL goes through it, whether the URL came
+// from --url or ORCHESTRATOR_URL, as written or as the client spells it.
+func (e *env) redact(msg string) string {
+	for _, part := range strings.Split(e.url(), ",") {
+		part = strings.TrimSpace(part)
+		red := httpapi.RedactURL(part)
+		if red == part {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, part, red)
+		if u, err := url.Parse(part); err == nil {
+			msg = strings.ReplaceAll(msg, u.String(), red)
+		}
+	}
+	return msg
 }
 
 // connect returns the coordinator, connecting on first use.

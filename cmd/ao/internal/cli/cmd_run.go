@@ -240,7 +240,7 @@ func (e *env) followRun(ctx context.Context, coord orchestrator.Coordinator, res
 			case err != nil && !troubled:
 				troubled = true
 				view.setStatus("reconnecting")
-				view.note(fmt.Sprintf("lost the coordinator (%v); retrying", shortError(err)))
+				view.note(fmt.Sprintf("lost the coordinator (%v); retrying", e.redact(shortError(err))))
 			case err == nil && troubled:
 				troubled = false
 				view.note("reconnected")
@@ -271,7 +271,7 @@ func (e *env) followRun(ctx context.Context, coord orchestrator.Coordinator, res
 		interrupted = true
 		view.setStatus("stopping")
 		if _, err := coord.StopSession(ctx, res.SessionID); err != nil {
-			view.note(fmt.Sprintf("could not stop session %s: %v", res.SessionID, shortError(err)))
+			view.note(fmt.Sprintf("could not stop session %s: %v", res.SessionID, e.redact(shortError(err))))
 		} else {
 			view.note("stopping session " + res.SessionID)
 		}

@@ -359,7 +359,7 @@ func (e *env) logs(ctx context.Context, id string, follow bool, after int64) err
 			switch {
 			case err != nil && !troubled:
 				troubled = true
-				fmt.Fprintf(e.app.Stderr, "ao: lost the coordinator (%v); retrying\n", shortError(err))
+				fmt.Fprintf(e.app.Stderr, "ao: lost the coordinator (%v); retrying\n", e.redact(shortError(err)))
 			case err == nil && troubled:
 				troubled = false
 				fmt.Fprintln(e.app.Stderr, "ao: reconnected")
