@@ -12,9 +12,9 @@
 //	callback_ai_test.go  the callback path with a Claude Code session: a parent run by the claude-code
 //	                   executor starts a deterministic child over MCP (through the runner's gateway) in
 //	                   async_callback mode, and is resumed (--resume) with the child's structured result
-//	claude_executor_test.go  the Claude Code executor with fakeclaude: MCP servers pending or optional,
-//	                   --strict-mcp-config and the allowed servers, API failures and their error codes,
-//	                   usage events one per API message
+//	claude_cases_test.go  the Claude Code executor with fakeclaude on a bad day: MCP servers failed or
+//	                   pending (or optional), --strict-mcp-config and the allowed servers, denied tools,
+//	                   usage (one event per API message), API failures and their error codes, root
 //	claude_real_test.go  the real claude CLI ($ORCHESTRATOR_TEST_CLAUDE, or claude on PATH; .ci/run
 //	                   installs the version e2e/testdata/claude-cli pins) against a stand-in Anthropic API
 //	                   (internal/testkit/fakeanthropic): a turn, a resume, an MCP tool call through the

@@ -1,40 +1,20 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The MCP SDK's own INFO records (several per HTTP request) reach the configured logger as DEBUG: a log at
 // INFO shows none, a log at DEBUG still has them.
 func TestSDKRequestLogsAreDebug(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var buf syncBuffer
+	var buf lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cs := connectHTTP(t, f.serveMCP(t, mcpserver.Config{Logger: log}), nil, nil)
 	call(t, cs, "list_agent_blueprints", map[string]any{})
@@ -59,7 +39,7 @@ func TestSDKRequestLogsAreDebug(t *testing.T) {
 	}
 
 	// At INFO, nothing is written for the same calls.
-	var quiet syncBuffer
+	var quiet lockedBuffer
 	cs = connectHTTP(t, f.serveMCP(t, mcpserver.Config{Logger: slog.New(slog.NewJSONHandler(&quiet, nil))}), nil, nil)
 	call(t, cs, "list_agent_blueprints", map[string]any{})
 	if quiet.String() != "" {

@@ -118,8 +118,12 @@ func TestMCPServerStatuses(t *testing.T) {
 		f := newFake(t, Config{MCPServerURL: func(*orchestrator.Invocation) string { return "http://127.0.0.1:1/mcp" }})
 		inv := f.invocation("echo", `{"prompt":"x"}`)
 		inv.Env[mcpStatusEnv] = `{"orchestrator":"failed"}`
-		if res, _ := mustExecute(t, f, inv); !strings.HasPrefix(res.Error, `MCP server "orchestrator" failed;`) {
+		res, rec := mustExecute(t, f, inv)
+		if !strings.HasPrefix(res.Error, `MCP server "orchestrator" failed;`) {
 			t.Errorf("result = %+v, want failed for the orchestrator's server", res)
+		}
+		if evs := eventsOf(t, rec, EventMCPServer); len(evs) != 1 || evs[0]["server"] != "http http://127.0.0.1:1/mcp" {
+			t.Errorf("mcp_server events %v, want the gateway's URL", evs)
 		}
 	})
 }

@@ -238,7 +238,10 @@ type run struct {
 	// project_mcp_servers) and the orchestrator's; servers are the entries of the first ones.
 	declared map[string]bool
 	servers  map[string]json.RawMessage
-	seenInit bool
+	// orchestrator is the orchestrator's own server's entry, when the run has one.
+	orchestrator     json.RawMessage
+	orchestratorName string
+	seenInit         bool
 	// mcpFailure says why the run fails: a declared, required MCP server did not connect.
 	mcpFailure string
 	abort      context.CancelFunc // stops the current turn's CLI
@@ -324,6 +327,8 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 			opts.allowedTools = append(opts.allowedTools, "mcp__"+e.cfg.MCPServerName)
 		}
 		r.declared[e.cfg.MCPServerName] = true
+		r.orchestrator, _ = json.Marshal(map[string]string{"type": "http", "url": url})
+		r.orchestratorName = e.cfg.MCPServerName
 	}
 	r.servers = servers
 	mcpPath, err := writeMCPConfig(dir, servers, e.cfg.MCPServerName, url, inv)
@@ -548,7 +553,11 @@ func (r *run) serverEvent(name, status, detail string) orchestrator.Event {
 	if detail != "" {
 		data["reason"] = cut(detail, 512)
 	}
-	if where := describeServer(r.servers[name]); where != "" {
+	entry := r.servers[name]
+	if name == r.orchestratorName {
+		entry = r.orchestrator
+	}
+	if where := describeServer(entry); where != "" {
 		data["server"] = where
 	}
 	ev := orchestrator.NewEvent(EventMCPServer, data)
