@@ -10,6 +10,9 @@ import (
 // the kind) are DEBUG, so that a coordinator's log at INFO shows what happened, not every MCP request.
 // Warnings and errors keep their level.
 func sdkLogger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
 	return slog.New(demoteInfo{l.Handler()})
 }
 
