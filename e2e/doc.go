@@ -12,6 +12,14 @@
 //	callback_ai_test.go  the callback path with a Claude Code session: a parent run by the claude-code
 //	                   executor starts a deterministic child over MCP (through the runner's gateway) in
 //	                   async_callback mode, and is resumed (--resume) with the child's structured result
+//	claude_cases_test.go  the Claude Code executor with fakeclaude on a bad day: MCP servers failed or
+//	                   pending (or optional), --strict-mcp-config and the allowed servers, denied tools,
+//	                   usage (one event per API message), API failures and their error codes, root
+//	claude_real_test.go  the real claude CLI ($ORCHESTRATOR_TEST_CLAUDE, or claude on PATH; .ci/run
+//	                   installs the version e2e/testdata/claude-cli pins) against a stand-in Anthropic API
+//	                   (internal/testkit/fakeanthropic): a turn, a resume, an MCP tool call through the
+//	                   gateway, a 529 and a resume after it, a server that cannot start; it skips without
+//	                   a CLI, except under CI
 //	ao_test.go         the ao command line against the real binaries: ao run following a run live (its
 //	                   stderr lines before it ends), exit codes, invalid parameters, logs -f (also across a
 //	                   coordinator restart), stop, Ctrl-C, --json for every command, and ao run on a

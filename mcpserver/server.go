@@ -69,7 +69,8 @@ type Config struct {
 	// header (sticky sessions) for cancellation to work across replicas.
 	HTTPOptions *mcp.StreamableHTTPOptions
 
-	// Logger receives internal errors (the model is told only that something failed). Default: discard.
+	// Logger receives internal errors (the model is told only that something failed), and the MCP SDK's
+	// own records, its INFO ones (several per HTTP request) as DEBUG. Default: discard.
 	Logger *slog.Logger
 }
 
@@ -120,7 +121,7 @@ func New(coord orchestrator.Coordinator, cfg Config) *mcp.Server {
 	// Capabilities: tools, without listChanged. The tool set never changes, and a stateless server could not
 	// send the notification anyway (it has no connection to the client outside a request). No logging.
 	srv := mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "Agent Orchestrator", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: cfg.Instructions, Logger: cfg.Logger,
+		&mcp.ServerOptions{Instructions: cfg.Instructions, Logger: sdkLogger(cfg.Logger),
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	s.addTools(srv)
 	return srv
@@ -139,7 +140,7 @@ func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	srv := New(coord, cfg)
 	opts := cfg.HTTPOptions
 	if opts == nil {
-		opts = &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, Logger: cfg.Logger}
+		opts = &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, Logger: sdkLogger(cfg.Logger)}
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	if !opts.Stateless {

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,11 +166,18 @@ func TestStdio(t *testing.T) {
 		}
 	})
 
-	t.Run("bad_token_is_a_tool_error", func(t *testing.T) {
-		bad := connectStdio(t, api, "wrong")
-		e := failed(t, call(t, bad, "list_agent_blueprints", map[string]any{}))
-		if e.Error != "invalid_token" && e.Error != "unauthorized" {
-			t.Errorf("bad token: %+v", e)
+	t.Run("a refused token ends it at start", func(t *testing.T) {
+		// It would otherwise start, and then fail every tool call without a hint.
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, buildStdio(t), "-coordinator", api)
+		cmd.Env = append(os.Environ(), httpapi.EnvClientToken+"=wrong", "AGENT_SESSION_ID=")
+		cmd.Stdin = strings.NewReader("") // an MCP client that has not said anything yet
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+			!strings.Contains(string(out), "refused the client token (-token, or $"+httpapi.EnvClientToken+")") {
+			t.Errorf("mcp-stdio with a wrong token: %v\n%s", err, out)
 		}
 	})
 }

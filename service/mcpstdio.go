@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentorchestrator/orchestrator"
 	"github.com/agentorchestrator/orchestrator/httpapi"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
@@ -43,7 +45,9 @@ func (c *MCPStdioConfig) RegisterFlags(fs *flag.FlagSet) {
 	c.Log.RegisterFlags(fs)
 }
 
-// Run serves MCP on stdin and stdout until the client closes them or ctx ends (a normal end: nil).
+// Run serves MCP on stdin and stdout until the client closes them or ctx ends (a normal end: nil). It
+// first checks the token with the coordinator, and returns an error at once when the coordinator refuses
+// it.
 func (c *MCPStdioConfig) Run(ctx context.Context, log *slog.Logger) error {
 	d, err := mcpserver.ParseDemands(c.Demands)
 	if err != nil {
@@ -53,6 +57,9 @@ func (c *MCPStdioConfig) Run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("-coordinator %s: %w", c.CoordinatorURL, err)
 	}
+	if err := checkToken(ctx, client, c.CoordinatorURL, log); err != nil {
+		return err
+	}
 	cfg := c.MCP
 	cfg.SessionID, cfg.Tags, cfg.Demands, cfg.Logger = c.SessionID, mcpserver.ParseTags(c.Tags), d, log
 	err = mcpserver.New(client, cfg).Run(ctx, &mcp.StdioTransport{})
@@ -60,6 +67,32 @@ func (c *MCPStdioConfig) Run(ctx context.Context, log *slog.Logger) error {
 		return nil // a signal: a normal way to end
 	}
 	return err
+}
+
+// tokenCheckTimeout bounds the token check at start (the client retries a coordinator that does not
+// answer).
+const tokenCheckTimeout = 15 * time.Second
+
+// checkToken asks the coordinator for its agents before serving: a token it refuses would otherwise let
+// the server start and then fail every tool call, and an MCP client shows a server that exits at once
+// as failed, with this message in its log. A coordinator that cannot be reached is only a warning: it may
+// come up later, and the tools say so in the meantime.
+func checkToken(ctx context.Context, client orchestrator.Coordinator, url string, log *slog.Logger) error {
+	cctx, cancel := context.WithTimeout(ctx, tokenCheckTimeout)
+	defer cancel()
+	_, err := client.ListAgents(cctx, orchestrator.ListAgentsParams{})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, orchestrator.ErrUnauthorized), errors.Is(err, orchestrator.ErrForbidden):
+		return fmt.Errorf("the coordinator at %s refused the client token (-token, or $%s): %w",
+			httpapi.RedactURL(url), httpapi.EnvClientToken, err)
+	case ctx.Err() != nil:
+		return nil // ending anyway
+	default:
+		log.Warn("cannot check the client token: the coordinator did not answer; serving anyway", "coordinator", httpapi.RedactURL(url), "err", err)
+		return nil
+	}
 }
 
 // mcpStdioUsage is the mcp-stdio binary's -h text, printed before its flags.

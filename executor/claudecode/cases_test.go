@@ -29,9 +29,9 @@ func eventsOf(t *testing.T, rec *recorder, typ string) []map[string]any {
 	return out
 }
 
-// The init line's MCP server statuses: a declared server that failed, or that Claude Code dropped, fails
-// the run (and stops the CLI) unless the blueprint marks it optional; a pending one, or one the run did not
-// declare, is recorded only.
+// The init line's MCP server statuses: a declared server that failed, is still pending, or that Claude
+// Code dropped, fails the run (and stops the CLI) unless the blueprint marks it optional; one the run did
+// not declare is recorded only.
 func TestMCPServerStatuses(t *testing.T) {
 	t.Parallel()
 	servers := map[string]json.RawMessage{
@@ -47,20 +47,41 @@ func TestMCPServerStatuses(t *testing.T) {
 		want     []map[string]any
 	}{
 		{name: "all connected", statuses: `{}`},
-		{name: "a failed server fails the run", statuses: `{"web":"failed","docs":"pending"}`,
+		{name: "a failed server fails the run", statuses: `{"web":"failed"}`,
 			wantErr: `MCP server "web" failed; the agent would have run without its tools (list the server in executor_config.optional_mcp_servers to run without it)`,
 			want: []map[string]any{
-				{"name": "docs", "status": "pending", "declared": true, "optional": false, "message": `MCP server "docs" pending (still connecting when the session started)`},
-				{"name": "web", "status": "failed", "declared": true, "optional": false, "message": `MCP server "web" failed (the run fails)`},
+				{"name": "web", "status": "failed", "declared": true, "optional": false, "server": "http https://mcp.example/mcp",
+					"message": `MCP server "web" failed (the run fails)`},
+			}},
+		{name: "a pending server fails the run", statuses: `{"docs":"pending"}`,
+			wantErr: `MCP server "docs" pending (still connecting when the session started); the agent would have run without its tools`,
+			want: []map[string]any{
+				{"name": "docs", "status": "pending", "declared": true, "optional": false, "server": "stdio mcp-docs",
+					"message": `MCP server "docs" pending (still connecting when the session started) (the run fails)`},
 			}},
 		{name: "an optional failed server", statuses: `{"web":"failed"}`, optional: []any{"web"},
 			want: []map[string]any{
-				{"name": "web", "status": "failed", "declared": true, "optional": true, "message": `MCP server "web" failed (optional: the run goes on without it)`},
+				{"name": "web", "status": "failed", "declared": true, "optional": true, "server": "http https://mcp.example/mcp",
+					"message": `MCP server "web" failed (optional: the run goes on without it)`},
+			}},
+		{name: "an optional pending server", statuses: `{"docs":"pending","web":"failed"}`, optional: []any{"docs", "web"},
+			want: []map[string]any{
+				{"name": "docs", "status": "pending", "declared": true, "optional": true, "server": "stdio mcp-docs",
+					"message": `MCP server "docs" pending (still connecting when the session started) (optional: the run goes on without it)`},
+				{"name": "web", "status": "failed", "declared": true, "optional": true, "server": "http https://mcp.example/mcp",
+					"message": `MCP server "web" failed (optional: the run goes on without it)`},
+			}},
+		{name: "a reason the CLI gives", statuses: `{"web":"failed: 401 Unauthorized"}`,
+			wantErr: `MCP server "web" failed: 401 Unauthorized; the agent would have run without its tools`,
+			want: []map[string]any{
+				{"name": "web", "status": "failed", "declared": true, "optional": false, "server": "http https://mcp.example/mcp",
+					"reason": "401 Unauthorized", "message": `MCP server "web" failed: 401 Unauthorized (the run fails)`},
 			}},
 		{name: "a dropped server fails the run", statuses: `{"fs":"drop"}`,
 			wantErr: `MCP server "fs" missing: Claude Code did not list it: it dropped an entry it could not use; the agent would have run without its tools`,
 			want: []map[string]any{
-				{"name": "fs", "status": "missing", "declared": true, "optional": false,
+				{"name": "fs", "status": "missing", "declared": true, "optional": false, "server": "stdio mcp-fs",
+					"reason":  "Claude Code did not list it: it dropped an entry it could not use",
 					"message": `MCP server "fs" missing: Claude Code did not list it: it dropped an entry it could not use (the run fails)`},
 			}},
 		{name: "needs-auth is a failure", statuses: `{"docs":"needs-auth"}`, wantErr: `MCP server "docs" needs-auth;`},
@@ -97,8 +118,12 @@ func TestMCPServerStatuses(t *testing.T) {
 		f := newFake(t, Config{MCPServerURL: func(*orchestrator.Invocation) string { return "http://127.0.0.1:1/mcp" }})
 		inv := f.invocation("echo", `{"prompt":"x"}`)
 		inv.Env[mcpStatusEnv] = `{"orchestrator":"failed"}`
-		if res, _ := mustExecute(t, f, inv); !strings.HasPrefix(res.Error, `MCP server "orchestrator" failed;`) {
+		res, rec := mustExecute(t, f, inv)
+		if !strings.HasPrefix(res.Error, `MCP server "orchestrator" failed;`) {
 			t.Errorf("result = %+v, want failed for the orchestrator's server", res)
+		}
+		if evs := eventsOf(t, rec, EventMCPServer); len(evs) != 1 || evs[0]["server"] != "http http://127.0.0.1:1/mcp" {
+			t.Errorf("mcp_server events %v, want the gateway's URL", evs)
 		}
 	})
 }
@@ -137,8 +162,9 @@ func TestPermissionDenials(t *testing.T) {
 	}
 }
 
-// The result line's usage becomes the result's: per model from modelUsage, totals their sum, the cost
-// total_cost_usd; the turns of an output-schema correction add up.
+// The result line's usage becomes the result's: per model from modelUsage (under the model's name without
+// "[1m]"), totals their sum, the cost total_cost_usd; the turns of an output-schema correction add up. The
+// usage events (one per message, then the turn's remainder per model) add up to it.
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, Config{})
@@ -151,6 +177,7 @@ func TestUsage(t *testing.T) {
 	if !reflect.DeepEqual(res.Usage, one) {
 		t.Errorf("usage = %s, want %s", mustJSON(res.Usage), mustJSON(one))
 	}
+	requireEventsAddUp(t, res, rec)
 	progress := eventsOf(t, rec, orchestrator.EventProgress)
 	if len(progress) != 1 || progress[0]["usage"] == nil {
 		t.Errorf("progress events = %v, want one with the usage", progress)
@@ -159,7 +186,8 @@ func TestUsage(t *testing.T) {
 	// Two turns: the answer, then its correction.
 	inv := f.invocation("fix", `{"prompt":"x"}`)
 	inv.OutputSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`)
-	res, _ = mustExecute(t, f, inv)
+	res, rec = mustExecute(t, f, inv)
+	requireEventsAddUp(t, res, rec)
 	if res.Failed() || res.Usage == nil || res.Usage.OutputTokens != 1020 || res.Usage.Models["claude-haiku-4-5"].InputTokens != 6 || res.Usage.CostUSD != 0.0246 {
 		t.Errorf("usage of two turns = %s (result %+v)", mustJSON(res.Usage), res)
 	}

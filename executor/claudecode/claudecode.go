@@ -7,44 +7,69 @@
 //
 //	claude [ExtraArgs] -p --output-format stream-json --verbose [--resume <id>] [--model …]
 //	    [--permission-mode …] [--max-turns …] [--allowedTools …] [--disallowedTools …]
-//	    [--append-system-prompt=<system_prompt> | --system-prompt=…] [--mcp-config <file>]
+//	    [--append-system-prompt=<system_prompt> | --system-prompt=…] --strict-mcp-config
+//	    [--mcp-config <file>] [--max-budget-usd <remaining budget>]
 //
 // with the flags chosen by the blueprint's executor_config (below) and its system_prompt,
 // in the run's project directory, leading its own process group, with the runner's environment (without
 // its credentials, and as another user with [Config].Isolation) plus the invocation's (AGENT_SESSION_ID,
 // AGENT_RUN_ID, the gateway's URL and token), so that the commands the agent runs can reach the
-// orchestrator too.
+// orchestrator too, and MCP_CONNECTION_NONBLOCKING=0. Invocation.MaxBudgetUSD becomes --max-budget-usd
+// when the installed CLI lists that flag in its --help (read once per executor and CLI).
 //
 //   - The prompt is rendered from the run's parameters ([renderPrompt]): parameters.prompt, then the other
 //     parameters as a JSON <inputs> block, then — when the run has an output schema — instructions to answer
 //     with only a JSON document matching it. It is written to the CLI's stdin (never to its command line,
 //     where the variadic flags could swallow it and other users could read it).
-//   - MCP: the blueprint's mcp_servers (Claude Code's mcpServers format) and, when [Config].MCPServerURL
-//     gives one, the orchestrator's own MCP server (type http, with the header X-Agent-Session-Id: <session>
-//     and the run's bearer token), written to a private temporary file given to --mcp-config. The
-//     orchestrator server's tools are allowed without a permission prompt (--allowedTools mcp__<name>), so
-//     the agent can start child agents in headless mode.
+//   - MCP: the blueprint's mcp_servers (Claude Code's mcpServers format), the servers of the project's
+//     .mcp.json only with executor_config.project_mcp_servers, and, when [Config].MCPServerURL gives one,
+//     the orchestrator's own MCP server (type http, with the header X-Agent-Session-Id: <session> and the
+//     run's bearer token), written to a private temporary file given to --mcp-config. --strict-mcp-config
+//     keeps every other server out (the project's .mcp.json, which headless Claude Code would load
+//     unapproved, and the servers of the user the CLI runs as). Each server's tools are allowed without a
+//     permission prompt (--allowedTools mcp__<name>, which headless Claude Code needs to let the agent use
+//     them) unless allowed_tools already names the server or some of its tools. Each entry gets
+//     "alwaysLoad": true unless it sets alwaysLoad: with it and MCP_CONNECTION_NONBLOCKING=0, the CLI
+//     connects the servers (waiting up to about 5 s) before the first request.
 //   - The stream is mapped to the session's events as it arrives: the init line's session id becomes an
 //     executor_session event (so the coordinator can resume the session), assistant text a message event
 //     ({"role":"assistant","content":[{"type":"text","text":…}]}), tool_use blocks tool_call events
 //     ({"tool_use_id","name","input"}), tool_result blocks tool_result events ({"tool_use_id","content",
-//     "is_error"}), and the final result line a progress event with its statistics (subtype, num_turns,
-//     duration_ms, total_cost_usd, usage) — "Claude Code failed (…)" when the line is an error, even one
-//     whose subtype says success, as a CLI that is not logged in answers. Stderr lines become stderr events.
+//     "is_error"}), each of the CLI's own retries of a failed API call (its api_retry lines) a progress
+//     event ("Claude API retry 3/10 in 4.1 s: 529 overloaded", with attempt, max_retries,
+//     retry_delay_ms, error_status and error), and the final result line a progress event with its
+//     statistics (subtype, num_turns, duration_ms, total_cost_usd, api_error_status, usage) — "Claude
+//     Code failed (…)" when the line is an error, even one whose subtype says success, as a CLI that is
+//     not logged in answers. Stderr lines become stderr events.
 //   - MCP servers that did not connect: the init line lists each server with its status. Every server
 //     that is not connected gets an [EventMCPServer] event. When one of the run's servers (the
-//     blueprint's, or the orchestrator's own) failed, or is missing from the list (Claude Code drops an
-//     entry it cannot use), the CLI is stopped at once and the run fails with that reason — unless
-//     executor_config.optional_mcp_servers names the server. A pending server is recorded only.
+//     blueprint's, the project's, or the orchestrator's own) is not connected — failed, still pending,
+//     needing authentication, or missing from the list (Claude Code drops an entry it cannot use) — the
+//     CLI is stopped at once and the run fails with that reason, unless
+//     executor_config.optional_mcp_servers names the server: the agent must not work, and spend, without
+//     the tools it was given.
 //   - Permission denials: each entry of the result line's permission_denials becomes an
 //     [EventPermissionDenied] event and an entry of Result.PermissionDenials (its tool_input left out
 //     above 8 KiB). The run fails for it only with executor_config.fail_on_permission_denial.
-//   - Usage: the result line's modelUsage (per model) and total_cost_usd become Result.Usage, its totals
-//     the sum of the models' (the line's usage when it has no modelUsage); the turns of an output-schema
-//     correction add up. The coordinator keeps it on the run (Run.Usage).
+//   - Usage, as it happens: each API message's usage (an assistant line's message.usage, counted once per
+//     message.id although the CLI repeats it on every content block's line) becomes an
+//     [orchestrator.EventUsage] event with its model and tokens, cost 0 (the coordinator prices it).
+//   - Usage per turn and run: the result line's figures for the turn — model_usage_since_last_result
+//     where the CLI prints it (2.1.332, whose modelUsage and total_cost_usd count the whole Claude
+//     session across --resume), else modelUsage and total_cost_usd (2.1.197 reports those per turn) —
+//     become Result.Usage, per model (named without Claude Code's "[1m]" suffix) and in total; the turns
+//     of an output-schema correction add up. Where they exceed what the live events counted (an assistant
+//     line shows the output tokens as the message began; a side request such as the session's title has
+//     no line), one more usage event per model carries the difference, so a run's usage events add up to
+//     its Result.Usage. The coordinator keeps it on the run (Run.Usage).
 //   - The final result line's "result" is the answer: Result{ResultType "agent", ResultText answer}, with
 //     ResultData when the whole answer is a JSON object or array. An error result (is_error, or a subtype
 //     other than "success", such as error_max_turns) or a process that ends without one fails the run.
+//   - A failure of the model API is classified in Result.ErrorCode (see [CodeAPIOverloaded] and the
+//     others): the result line's api_error_status (529, 429, other 5xx), else the assistant line's error
+//     kind (server_error for a connection failure); a usage limit (the CLI's "You've hit your … limit ·
+//     resets …", and its rate_limit_event) is usage_limit with Result.RetryAt at the reset time;
+//     error_max_budget_usd is budget_exceeded.
 //
 // # executor_config
 //
@@ -59,7 +84,8 @@
 //	disallowed_tools    list, or "a,b"              --disallowedTools
 //	system_prompt_mode  "append" (default), "replace"  system_prompt goes to --append-system-prompt (Claude
 //	                                                   Code's own system prompt stays) or --system-prompt
-//	optional_mcp_servers  list, or "a,b"            MCP servers whose failure does not fail the run
+//	optional_mcp_servers  list, or "a,b"            MCP servers the run may do without (failed or pending)
+//	project_mcp_servers  bool (default false)       also load the servers of the project's .mcp.json
 //	fail_on_permission_denial  bool (default false)  a refused tool use fails the run
 //
 // # Root and bypassPermissions
@@ -82,7 +108,9 @@
 // # Resume and stop
 //
 // A resume run (Invocation.Mode resume) passes --resume with the session's executor session id (Claude
-// Code's session id, recorded from the executor_session event) and the new prompt. Cancelling the context
+// Code's session id, recorded from the executor_session event) and the new prompt. A retry of a failed
+// attempt (Invocation.Attempt > 1) is such a run too: the coordinator sends the continuation prompt, and
+// Claude Code keeps the session of a turn that failed on the API. Cancelling the context
 // stops the CLI's whole process group (SIGTERM, then SIGKILL after [Config].StopGrace); the Result then
 // says "stopped"; should the process running the executor be killed outright, its watchdog (started by
 // [New]) ends the group. The executor never emits a result event: it returns the Result, which the runner
@@ -91,10 +119,12 @@ package claudecode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -161,7 +191,9 @@ type Config struct {
 type Executor struct {
 	cfg     Config
 	schemas *schemacache.Cache
-	euid    func() int // the runner's effective user id (a test's stand-in)
+	euid    func() int       // the runner's effective user id (a test's stand-in)
+	now     func() time.Time // the clock a usage limit's reset time is read against
+	flags   flagCache        // which optional flags the installed CLI has
 }
 
 // Event types this executor records besides the stream's messages, tool calls and results.
@@ -193,7 +225,7 @@ func New(cfg Config) *Executor {
 	}
 	proc.SetDefaults(&cfg.StopGrace, &cfg.MaxStderrLine, &cfg.Logger)
 	watchdog.Watch(cfg.Logger) // the programs die with this process, however it dies; leftovers of a dead one too
-	return &Executor{cfg: cfg, schemas: schemacache.New(64), euid: os.Geteuid}
+	return &Executor{cfg: cfg, schemas: schemacache.New(64), euid: os.Geteuid, now: time.Now}
 }
 
 // run is one Execute call.
@@ -209,14 +241,19 @@ type run struct {
 	reportedID string   // the id of the last executor_session event
 
 	opts *options
-	// declared are the MCP servers of the run's configuration: the blueprint's and the orchestrator's.
+	// declared are the MCP servers of the run's configuration: the blueprint's (and the project's, with
+	// project_mcp_servers) and the orchestrator's; servers are the entries of the first ones.
 	declared map[string]bool
-	seenInit bool
+	servers  map[string]json.RawMessage
+	// orchestrator is the orchestrator's own server's entry, when the run has one.
+	orchestrator     json.RawMessage
+	orchestratorName string
+	seenInit         bool
 	// mcpFailure says why the run fails: a declared, required MCP server did not connect.
 	mcpFailure string
 	abort      context.CancelFunc // stops the current turn's CLI
 	denials    []orchestrator.PermissionDenial
-	usage      *orchestrator.Usage
+	usage      *meter
 }
 
 // Execute runs inv through Claude Code; see the package documentation. It returns an error, and starts
@@ -248,10 +285,11 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		inv:      inv,
 		sink:     events,
 		emitCtx:  context.WithoutCancel(ctx),
-		log:      e.cfg.Logger.With("session_id", inv.SessionID, "run_id", inv.RunID, "agent", inv.AgentName),
-		env:      proc.Environ(e.cfg.Isolation, inv.Env),
+		log:      e.cfg.Logger.With("session_id", inv.SessionID, "run_id", inv.RunID, "agent", inv.AgentName, "attempt", inv.Attempt),
+		env:      proc.Environ(e.cfg.Isolation, inv.Env, cliEnv),
 		opts:     opts,
 		declared: map[string]bool{},
+		usage:    newMeter(),
 	}
 	if err := e.checkBypassAsRoot(opts, r.env); err != nil {
 		return nil, err
@@ -269,9 +307,14 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	if ctx.Err() != nil {
 		return stopped(""), nil
 	}
-	for name := range inv.Blueprint.MCPServers {
+	servers, err := runServers(inv, opts)
+	if err != nil {
+		return nil, err
+	}
+	for name := range servers {
 		r.declared[name] = true
 	}
+	opts.allowedTools = allowServers(opts.allowedTools, servers)
 
 	dir, err := os.MkdirTemp("", "ao-claude-")
 	if err != nil {
@@ -284,13 +327,18 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 	}
 	url := mcpURL(inv)
 	if url != "" {
-		if _, clash := inv.Blueprint.MCPServers[e.cfg.MCPServerName]; clash {
+		if _, clash := servers[e.cfg.MCPServerName]; clash {
 			r.log.Warn("the blueprint's MCP server is replaced by the orchestrator's", "name", e.cfg.MCPServerName)
 		}
-		opts.allowedTools = append(opts.allowedTools, "mcp__"+e.cfg.MCPServerName)
+		if !slices.Contains(opts.allowedTools, "mcp__"+e.cfg.MCPServerName) {
+			opts.allowedTools = append(opts.allowedTools, "mcp__"+e.cfg.MCPServerName)
+		}
 		r.declared[e.cfg.MCPServerName] = true
+		r.orchestrator, _ = json.Marshal(map[string]string{"type": "http", "url": url})
+		r.orchestratorName = e.cfg.MCPServerName
 	}
-	mcpPath, err := writeMCPConfig(dir, inv.Blueprint.MCPServers, e.cfg.MCPServerName, url, inv)
+	r.servers = servers
+	mcpPath, err := writeMCPConfig(dir, servers, e.cfg.MCPServerName, url, inv)
 	if err != nil {
 		return nil, err
 	}
@@ -301,8 +349,18 @@ func (e *Executor) Execute(ctx context.Context, inv *orchestrator.Invocation, ev
 		}
 	}
 	r.flags = opts.args(inv.Blueprint.SystemPrompt)
+	// Only the run's servers: not the project's .mcp.json (unless project_mcp_servers brought its servers
+	// into the run's configuration), nor the servers of the user the CLI runs as.
+	r.flags = append(r.flags, "--strict-mcp-config")
 	if mcpPath != "" {
 		r.flags = append(r.flags, "--mcp-config", mcpPath)
+	}
+	if b := inv.MaxBudgetUSD; b != nil && *b > 0 {
+		if e.hasFlag(ctx, r, "--max-budget-usd") {
+			r.flags = append(r.flags, "--max-budget-usd", strconv.FormatFloat(*b, 'f', -1, 64))
+		} else {
+			r.log.Info("the installed Claude Code has no --max-budget-usd: the run's budget is enforced by the coordinator only")
+		}
 	}
 
 	retries := e.cfg.DefaultOutputRetries
@@ -349,6 +407,7 @@ type turnOutcome struct {
 	exit   *proc.Exit
 	stream *turnStream
 	stderr string
+	now    time.Time // when the turn ended
 }
 
 // turn runs claude once: a fresh session, or r.claudeID resumed, with prompt on stdin.
@@ -362,7 +421,8 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 
 	pump := proc.NewStderrPump(r.inv.SessionID, e.cfg.MaxStderrLine, r.log)
 	pump.Start(ctx, r.sink)
-	stream := &turnStream{sessionID: r.inv.SessionID, sink: r.sink, ctx: r.emitCtx, log: r.log, onSession: r.session, onInit: r.init}
+	stream := &turnStream{sessionID: r.inv.SessionID, sink: r.sink, ctx: r.emitCtx, log: r.log,
+		onSession: r.session, onInit: r.init, onRetry: r.retry, usage: r.usage}
 	// A required MCP server that failed stops the CLI at once (r.init): the agent must not work, and
 	// spend, without the tools it was given.
 	tctx, abort := context.WithCancel(ctx)
@@ -384,12 +444,16 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", e.cfg.ClaudePath, err)
 	}
-	t := &turnOutcome{exit: exit, stream: stream, stderr: pump.ErrorTail()}
+	t := &turnOutcome{exit: exit, stream: stream, stderr: pump.ErrorTail(), now: e.now()}
+	usage, deltas := r.usage.endTurn(stream.result)
+	r.emitUsage(deltas)
 	if res := stream.result; res != nil {
-		usage := lineTotals(res)
-		r.usage = addUsage(r.usage, usage)
 		r.denied(res.PermissionDenials)
-		stats := fmt.Sprintf("%d turns, %.1fs, $%.4f", res.NumTurns, res.Duration/1000, res.CostUSD)
+		cost := res.CostUSD
+		if usage != nil {
+			cost = usage.CostUSD // the turn's own (total_cost_usd may count the whole Claude session)
+		}
+		stats := fmt.Sprintf("%d turns, %.1fs, $%.4f", res.NumTurns, res.Duration/1000, cost)
 		msg := fmt.Sprintf("Claude Code finished (%s): %s", res.Subtype, stats)
 		if res.IsError || (res.Subtype != "" && res.Subtype != "success") {
 			// A result line can say "success" and be an error: a CLI that is not logged in answers
@@ -416,6 +480,9 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 			"total_cost_usd":      res.CostUSD,
 			"executor_session_id": r.claudeID,
 		}
+		if res.APIErrorStatus != nil {
+			data["api_error_status"] = *res.APIErrorStatus
+		}
 		if usage != nil {
 			data["usage"] = usage
 		}
@@ -428,9 +495,10 @@ func (e *Executor) turn(ctx context.Context, r *run, prompt string) (*turnOutcom
 }
 
 // init reads the init line's MCP server statuses (once a run: a correction's turn repeats them). Each
-// server that did not connect gets an mcp_server event; a declared server that failed, or that Claude
-// Code did not list at all (it drops an entry it cannot use), fails the run unless the blueprint marks
-// it optional, and the CLI is stopped. A pending server is recorded only: it may still connect.
+// server that did not connect gets an mcp_server event; a declared server that is not connected — failed,
+// still pending (the CLI waited for it, about 5 s, and gave up), needing authentication, or not listed at
+// all (Claude Code drops an entry it cannot use) — fails the run unless the blueprint marks it optional,
+// and the CLI is stopped before the agent works, and spends, without that server's tools.
 func (r *run) init(l *streamLine) {
 	if r.seenInit || l.MCPServers == nil {
 		return
@@ -470,13 +538,14 @@ func (r *run) init(l *streamLine) {
 func (r *run) serverEvent(name, status, detail string) orchestrator.Event {
 	declared, optional := r.declared[name], slices.Contains(r.opts.optionalMCP, name)
 	what := fmt.Sprintf("MCP server %q %s", name, status)
+	if status == "pending" {
+		what += " (still connecting when the session started)"
+	}
 	if detail != "" {
 		what += ": " + cut(detail, 512)
 	}
 	var msg string
 	switch {
-	case status == "pending":
-		msg = what + " (still connecting when the session started)"
 	case !declared:
 		msg = what + " (not one of the run's servers; the run goes on)"
 	case optional:
@@ -487,9 +556,18 @@ func (r *run) serverEvent(name, status, detail string) orchestrator.Event {
 			r.mcpFailure = what + "; the agent would have run without its tools (list the server in executor_config.optional_mcp_servers to run without it)"
 		}
 	}
-	ev := orchestrator.NewEvent(EventMCPServer, map[string]any{
-		"name": name, "status": status, "declared": declared, "optional": optional, "message": msg,
-	})
+	data := map[string]any{"name": name, "status": status, "declared": declared, "optional": optional, "message": msg}
+	if detail != "" {
+		data["reason"] = cut(detail, 512)
+	}
+	entry := r.servers[name]
+	if name == r.orchestratorName {
+		entry = r.orchestrator
+	}
+	if where := describeServer(entry); where != "" {
+		data["server"] = where
+	}
+	ev := orchestrator.NewEvent(EventMCPServer, data)
 	ev.SessionID, ev.Time = r.inv.SessionID, time.Now().UTC()
 	return ev
 }
@@ -531,7 +609,7 @@ func (r *run) denied(ds []orchestrator.PermissionDenial) {
 // finish adds what the whole run gathered to its result: usage, permission denials, and the failure a
 // denial is when the blueprint says so.
 func (r *run) finish(res *orchestrator.Result) *orchestrator.Result {
-	res.Usage = r.usage
+	res.Usage = r.usage.total()
 	res.PermissionDenials = r.denials
 	if r.opts.failOnDenial && len(r.denials) > 0 && res.Error == "" {
 		var tools []string
@@ -544,67 +622,6 @@ func (r *run) finish(res *orchestrator.Result) *orchestrator.Result {
 			len(r.denials), strings.Join(tools, ", "))
 	}
 	return res
-}
-
-// lineTotals is a result line's usage: per model from modelUsage, the totals their sum (every model the
-// session used, sub-agents' included), else the line's usage; the cost is total_cost_usd. Nil when the
-// line reports none.
-func lineTotals(l *streamLine) *orchestrator.Usage {
-	if l.Usage == nil && len(l.ModelUsage) == 0 && l.CostUSD == 0 {
-		return nil
-	}
-	u := &orchestrator.Usage{CostUSD: l.CostUSD}
-	for name, m := range l.ModelUsage {
-		if m == nil {
-			continue
-		}
-		mu := &orchestrator.ModelUsage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
-			CacheReadInputTokens: m.CacheReadInputTokens, CacheCreationInputTokens: m.CacheCreationInputTokens, CostUSD: m.CostUSD}
-		if u.Models == nil {
-			u.Models = map[string]*orchestrator.ModelUsage{}
-		}
-		u.Models[name] = mu
-		u.InputTokens += mu.InputTokens
-		u.OutputTokens += mu.OutputTokens
-		u.CacheReadInputTokens += mu.CacheReadInputTokens
-		u.CacheCreationInputTokens += mu.CacheCreationInputTokens
-	}
-	if u.Models == nil && l.Usage != nil {
-		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
-		u.CacheReadInputTokens, u.CacheCreationInputTokens = l.Usage.CacheReadInputTokens, l.Usage.CacheCreationInputTokens
-	}
-	return u
-}
-
-// addUsage adds b to a (the turns of one run); either may be nil.
-func addUsage(a, b *orchestrator.Usage) *orchestrator.Usage {
-	if b == nil {
-		return a
-	}
-	if a == nil {
-		a = &orchestrator.Usage{}
-	}
-	a.InputTokens += b.InputTokens
-	a.OutputTokens += b.OutputTokens
-	a.CacheReadInputTokens += b.CacheReadInputTokens
-	a.CacheCreationInputTokens += b.CacheCreationInputTokens
-	a.CostUSD += b.CostUSD
-	for name, m := range b.Models {
-		if a.Models == nil {
-			a.Models = map[string]*orchestrator.ModelUsage{}
-		}
-		am := a.Models[name]
-		if am == nil {
-			am = &orchestrator.ModelUsage{}
-			a.Models[name] = am
-		}
-		am.InputTokens += m.InputTokens
-		am.OutputTokens += m.OutputTokens
-		am.CacheReadInputTokens += m.CacheReadInputTokens
-		am.CacheCreationInputTokens += m.CacheCreationInputTokens
-		am.CostUSD += m.CostUSD
-	}
-	return a
 }
 
 // checkBypassAsRoot refuses, before anything starts, a run Claude Code would refuse at once: it will not
@@ -653,6 +670,34 @@ func (r *run) session(id string) {
 	}
 }
 
+// retry reports one of the CLI's own retries of a failed API call.
+func (r *run) retry(l *streamLine) {
+	data := map[string]any{"message": retryMessage(l), "attempt": l.Attempt, "max_retries": l.MaxRetries,
+		"retry_delay_ms": l.RetryDelayMS}
+	if l.ErrorStatus != nil {
+		data["error_status"] = *l.ErrorStatus
+	}
+	if k := l.errorKind(); k != "" {
+		data["error"] = k
+	}
+	r.progress(data)
+}
+
+// emitUsage emits usage deltas as usage events.
+func (r *run) emitUsage(deltas []*orchestrator.Usage) {
+	if len(deltas) == 0 {
+		return
+	}
+	evs := make([]orchestrator.Event, len(deltas))
+	for i, d := range deltas {
+		evs[i] = orchestrator.NewEvent(orchestrator.EventUsage, d)
+		evs[i].SessionID, evs[i].Time = r.inv.SessionID, time.Now().UTC()
+	}
+	if err := r.sink.Emit(r.emitCtx, evs...); err != nil {
+		r.log.Warn("emit usage events", "error", err)
+	}
+}
+
 func (r *run) progress(data map[string]any) {
 	ev := orchestrator.NewEvent(orchestrator.EventProgress, data)
 	ev.SessionID, ev.Time = r.inv.SessionID, time.Now().UTC()
@@ -693,6 +738,7 @@ func (t *turnOutcome) failure() *orchestrator.Result {
 		default:
 			res.Error = "Claude Code reported an error"
 		}
+		res.ErrorCode, res.RetryAt = classify(line, t.stream.lastError, t.stream.rateLimit, t.now)
 	case !t.exit.Success():
 		res.Error = t.stderr
 		if res.Error == "" {

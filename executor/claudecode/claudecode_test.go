@@ -123,9 +123,9 @@ func TestCommandLine(t *testing.T) {
 	mcpFile := c.Args[n-1]
 	want := []string{"-p", "--output-format", "stream-json", "--verbose",
 		"--model", "sonnet", "--permission-mode", "acceptEdits", "--max-turns", "7",
-		"--allowedTools", "Read", "Bash(git log:*)", "mcp__orchestrator",
+		"--allowedTools", "Read", "Bash(git log:*)", "mcp__fs", "mcp__orchestrator",
 		"--disallowedTools", "WebFetch", "WebSearch",
-		"--append-system-prompt=-You review code.", "--mcp-config", mcpFile}
+		"--append-system-prompt=-You review code.", "--strict-mcp-config", "--mcp-config", mcpFile}
 	if !reflect.DeepEqual(c.Args, want) {
 		t.Errorf("argv\n got %q\nwant %q", c.Args, want)
 	}
@@ -136,15 +136,16 @@ func TestCommandLine(t *testing.T) {
 	if c.WD != project {
 		t.Errorf("working directory = %q, want %q", c.WD, project)
 	}
-	if c.Env[orchestrator.EnvSessionID] != inv.SessionID || c.Env[orchestrator.EnvAPIToken] != "run-token" {
+	if c.Env[orchestrator.EnvSessionID] != inv.SessionID || c.Env[orchestrator.EnvAPIToken] != "run-token" || c.Env["MCP_CONNECTION_NONBLOCKING"] != "0" {
 		t.Errorf("env = %v, want the invocation's", c.Env)
 	}
 	var mcp struct {
 		Servers map[string]struct {
-			Type    string            `json:"type"`
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-			Command string            `json:"command"`
+			Type       string            `json:"type"`
+			URL        string            `json:"url"`
+			Headers    map[string]string `json:"headers"`
+			Command    string            `json:"command"`
+			AlwaysLoad bool              `json:"alwaysLoad"`
 		} `json:"mcpServers"`
 	}
 	if err := json.Unmarshal(c.MCPConfig, &mcp); err != nil {
@@ -152,7 +153,8 @@ func TestCommandLine(t *testing.T) {
 	}
 	o := mcp.Servers["orchestrator"]
 	if o.Type != "http" || o.URL != "http://127.0.0.1:1/mcp" || o.Headers["X-Agent-Session-Id"] != inv.SessionID ||
-		o.Headers["Authorization"] != "Bearer run-token" || mcp.Servers["fs"].Command != "mcp-fs" || len(mcp.Servers) != 2 {
+		o.Headers["Authorization"] != "Bearer run-token" || mcp.Servers["fs"].Command != "mcp-fs" || len(mcp.Servers) != 2 ||
+		!o.AlwaysLoad || !mcp.Servers["fs"].AlwaysLoad {
 		t.Errorf("mcp config = %s", c.MCPConfig)
 	}
 	if c.MCPMode != "-rw-------" {
@@ -168,7 +170,7 @@ func TestCommandLine(t *testing.T) {
 	t.Run("no servers, no options", func(t *testing.T) {
 		f := newFake(t, Config{})
 		mustExecute(t, f, f.invocation("echo", `{"prompt":"hi"}`))
-		if got := f.calls(t)[0].Args; !reflect.DeepEqual(got, []string{"-p", "--output-format", "stream-json", "--verbose"}) {
+		if got := f.calls(t)[0].Args; !reflect.DeepEqual(got, []string{"-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"}) {
 			t.Errorf("argv = %q", got)
 		}
 	})
@@ -191,7 +193,9 @@ func TestAnswer(t *testing.T) {
 	if res.Failed() || res.ResultType != "agent" || res.ResultText != "echo: hello there" || res.ResultData != nil || res.ExitCode != nil {
 		t.Errorf("result = %+v; want the answer as text, no data, no exit code", res)
 	}
-	if got, want := rec.types(), []string{"executor_session", "message", "progress"}; !reflect.DeepEqual(got, want) {
+	// The message's usage as it arrived, then the turn's remainder per model (its final output tokens,
+	// and a model the stream showed no line of), then the result's statistics.
+	if got, want := rec.types(), []string{"executor_session", "message", "usage", "usage", "usage", "progress"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("event types = %q, want %q", got, want)
 	}
 	var stats struct {
@@ -201,7 +205,7 @@ func TestAnswer(t *testing.T) {
 		Cost     float64 `json:"total_cost_usd"`
 		Message  string  `json:"message"`
 	}
-	_ = rec.all()[2].DecodeData(&stats)
+	_ = rec.all()[5].DecodeData(&stats)
 	if stats.Subtype != "success" || stats.NumTurns != 1 || stats.Duration != 1234 || stats.Cost != 0.0123 || !strings.Contains(stats.Message, "$0.0123") {
 		t.Errorf("progress = %+v", stats)
 	}
@@ -216,11 +220,17 @@ func TestStreamEvents(t *testing.T) {
 	if res.Failed() {
 		t.Fatal(res.Error)
 	}
-	want := []string{"executor_session", "message", "tool_call", "tool_result", "message", "progress"}
+	// One API message with two content blocks (text, tool_use) is two lines: its usage is counted once.
+	want := []string{"executor_session", "message", "usage", "tool_call", "tool_result", "message", "usage", "usage", "usage", "progress"}
 	if got := rec.types(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("event types = %q, want %q", got, want)
 	}
-	evs := rec.all()
+	var evs []orchestrator.Event
+	for _, ev := range rec.all() {
+		if ev.Type != orchestrator.EventUsage {
+			evs = append(evs, ev)
+		}
+	}
 	for _, tt := range []struct {
 		i    int
 		want string

@@ -3,13 +3,16 @@
 package claudecode
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -33,7 +36,20 @@ const (
 	dirEnv      = "FAKE_CLAUDE_DIR"
 	// mcpStatusEnv holds the statuses the stand-in reports for its MCP servers: {"name": "status"}.
 	mcpStatusEnv = "FAKE_CLAUDE_MCP_STATUS"
+	// replayEnv lists the files of captured real CLI output (testdata/*.jsonl, comma-separated absolute
+	// paths) the replay scenario prints: the n-th call of the run's directory prints the n-th file.
+	replayEnv = "FAKE_CLAUDE_REPLAY"
+	// helpEnv, when set, is the stand-in's --help text (default: one that lists --max-budget-usd).
+	helpEnv = "FAKE_CLAUDE_HELP"
 )
+
+// defaultHelp is the part of Claude Code's --help the executor reads.
+const defaultHelp = `Usage: claude [options] [command] [prompt]
+  --max-budget-usd <amount>             Maximum dollar amount to spend on API
+                                        calls (only works with --print)
+  --mcp-config <configs...>             Load MCP servers from JSON files or
+                                        strings (space-separated)
+`
 
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
@@ -62,6 +78,18 @@ type call struct {
 var inputsBlock = regexp.MustCompile(`(?s)<inputs>\n(.*)\n</inputs>`)
 
 func fakeClaude(args []string) int {
+	if slices.Contains(args, "--help") { // the executor's probe of the CLI's flags; not a run
+		help := defaultHelp
+		if h, ok := os.LookupEnv(helpEnv); ok {
+			help = h
+		}
+		fmt.Print(help)
+		if f, err := os.OpenFile(filepath.Join(os.Getenv(dirEnv), "help-calls"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			_, _ = f.Write([]byte("x"))
+			_ = f.Close()
+		}
+		return 0
+	}
 	var resume, mcpPath string
 	for i := 0; i < len(args)-1; i++ {
 		switch args[i] {
@@ -76,7 +104,7 @@ func fakeClaude(args []string) int {
 	dir := os.Getenv(dirEnv)
 	wd, _ := os.Getwd()
 	c := call{Args: args, Stdin: prompt, WD: wd, Env: map[string]string{}}
-	for _, k := range []string{orchestrator.EnvSessionID, orchestrator.EnvRunID, orchestrator.EnvAPIURL, orchestrator.EnvAPIToken} {
+	for _, k := range []string{orchestrator.EnvSessionID, orchestrator.EnvRunID, orchestrator.EnvAPIURL, orchestrator.EnvAPIToken, "MCP_CONNECTION_NONBLOCKING"} {
 		c.Env[k] = os.Getenv(k)
 	}
 	if mcpPath != "" {
@@ -92,6 +120,9 @@ func fakeClaude(args []string) int {
 			_ = f.Close()
 		}
 	}
+	if os.Getenv(scenarioEnv) == "replay" {
+		return replay(dir)
+	}
 
 	sid := resume
 	if sid == "" {
@@ -102,22 +133,33 @@ func fakeClaude(args []string) int {
 		v["session_id"] = sid
 		_ = out.Encode(v)
 	}
+	// As the real CLI: one line per content block, each repeating the message's id and its usage as the
+	// stream began (output_tokens 1); the result line has the final figures, plus a request of another
+	// model that printed no line (the session title Claude Code asks for).
+	messages := 0
 	assistant := func(blocks ...map[string]any) {
-		print(map[string]any{"type": "assistant", "parent_tool_use_id": nil, "uuid": "u",
-			"message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "fake",
-				"content": blocks, "stop_reason": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
+		messages++
+		id := fmt.Sprintf("msg_%d_%d", os.Getpid(), messages)
+		for _, b := range blocks {
+			print(map[string]any{"type": "assistant", "parent_tool_use_id": nil, "uuid": "u",
+				"message": map[string]any{"id": id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+					"content": []any{b}, "stop_reason": nil, "usage": map[string]any{"input_tokens": 9, "output_tokens": 1,
+						"cache_read_input_tokens": 36391, "cache_creation_input_tokens": 12871}}})
+		}
 	}
 	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 	denials := []any{}
 	result := func(answer string) {
 		_ = os.WriteFile(filepath.Join(dir, sid+".answer"), []byte(answer), 0o600)
+		n := int64(messages)
 		print(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1234,
-			"duration_api_ms": 1000, "num_turns": 1, "result": answer, "total_cost_usd": 0.0123,
-			"usage": map[string]any{"input_tokens": 9, "output_tokens": 510, "cache_read_input_tokens": 36391,
-				"cache_creation_input_tokens": 12871, "server_tool_use": map[string]any{"web_search_requests": 0}, "service_tier": "standard"},
+			"duration_api_ms": 1000, "num_turns": 1, "result": answer, "total_cost_usd": math.Round((0.0113*float64(n)+0.001)*1e6) / 1e6,
+			"usage": map[string]any{"input_tokens": 9 * n, "output_tokens": 500 * n, "cache_read_input_tokens": 36391 * n,
+				"cache_creation_input_tokens": 12871 * n, "server_tool_use": map[string]any{"web_search_requests": 0}, "service_tier": "standard"},
 			"modelUsage": map[string]any{
-				"claude-sonnet-4-5": map[string]any{"inputTokens": 9, "outputTokens": 500, "cacheReadInputTokens": 36391,
-					"cacheCreationInputTokens": 12871, "webSearchRequests": 0, "costUSD": 0.0113, "contextWindow": 200000},
+				// Claude Code names a model with its context window ("[1m]") here, not on the assistant lines.
+				"claude-sonnet-4-5[1m]": map[string]any{"inputTokens": 9 * n, "outputTokens": 500 * n, "cacheReadInputTokens": 36391 * n,
+					"cacheCreationInputTokens": 12871 * n, "webSearchRequests": 0, "costUSD": math.Round(0.0113*float64(n)*1e6) / 1e6, "contextWindow": 1000000},
 				"claude-haiku-4-5": map[string]any{"inputTokens": 3, "outputTokens": 10, "cacheReadInputTokens": 0,
 					"cacheCreationInputTokens": 0, "webSearchRequests": 0, "costUSD": 0.001, "contextWindow": 200000}},
 			"permission_denials": denials, "uuid": "u"})
@@ -142,7 +184,8 @@ func fakeClaude(args []string) int {
 		_ = os.WriteFile(filepath.Join(dir, "pid"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	}
 	// The configured MCP servers, connected unless $FAKE_CLAUDE_MCP_STATUS ({"name": "status"}) says
-	// otherwise; status "drop" leaves a server out, as Claude Code does with an entry it cannot use.
+	// otherwise; status "drop" leaves a server out, as Claude Code does with an entry it cannot use, and
+	// "failed: why" gives a reason.
 	servers := []any{}
 	if len(c.MCPConfig) > 0 {
 		var cfg struct {
@@ -164,7 +207,11 @@ func fakeClaude(args []string) int {
 			case "":
 				st = "connected"
 			}
-			servers = append(servers, map[string]any{"name": name, "status": st})
+			entry := map[string]any{"name": name, "status": st}
+			if st, reason, ok := strings.Cut(st, ": "); ok { // "failed: why": a status with a reason
+				entry["status"], entry["error"] = st, reason
+			}
+			servers = append(servers, entry)
 		}
 	}
 	print(map[string]any{"type": "system", "subtype": "init", "cwd": wd, "tools": []string{"Bash", "Read"},
@@ -229,6 +276,31 @@ func fakeClaude(args []string) int {
 	return 0
 }
 
+// replay prints the captured real CLI output for this call: the n-th call in dir prints the n-th file of
+// $FAKE_CLAUDE_REPLAY (the last one again after that), and exits as the CLI did (1 after an error result).
+func replay(dir string) int {
+	files := strings.Split(os.Getenv(replayEnv), ",")
+	calls, _ := os.ReadFile(filepath.Join(dir, "calls.jsonl"))
+	n := min(bytes.Count(calls, []byte("\n")), len(files)) - 1
+	data, err := os.ReadFile(files[max(n, 0)])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake claude:", err)
+		return 64
+	}
+	_, _ = os.Stdout.Write(data)
+	code := 0
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var l struct {
+			Type    string `json:"type"`
+			IsError bool   `json:"is_error"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Type == "result" && l.IsError {
+			code = 1
+		}
+	}
+	return code
+}
+
 // fake is the test side of the stand-in: an executor that runs it and a directory for its records.
 type fake struct {
 	dir string
@@ -284,6 +356,32 @@ func (f *fake) calls(t testing.TB) []call {
 		out = append(out, c)
 	}
 	return out
+}
+
+// replay returns a start invocation that makes the stand-in print captured real CLI output: its n-th call
+// prints the n-th of files (names in testdata/).
+func (f *fake) replay(t testing.TB, files ...string) *orchestrator.Invocation {
+	t.Helper()
+	paths := make([]string, len(files))
+	for i, name := range files {
+		p, err := filepath.Abs(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Fatal(err)
+		}
+		paths[i] = p
+	}
+	inv := f.invocation("replay", `{"prompt":"SCENARIO"}`)
+	inv.Env[replayEnv] = strings.Join(paths, ",")
+	return inv
+}
+
+// helpCalls returns how many times the stand-in was asked for its --help.
+func (f *fake) helpCalls() int {
+	b, _ := os.ReadFile(filepath.Join(f.dir, "help-calls"))
+	return len(b)
 }
 
 // pid returns the process id a blocking stand-in wrote, 0 when none.

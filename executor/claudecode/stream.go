@@ -32,8 +32,20 @@ import (
 //	    "permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_…","tool_input":{…}}],…}
 //
 // The final result's subtype is "success" or an error ("error_max_turns", "error_during_execution", …,
-// which carry "errors" instead of "result" and may have is_error false). Other lines (system status,
-// stream events, …) are ignored.
+// which carry "errors" instead of "result" and may have is_error false). A model API failure is a result
+// with is_error and api_error_status (529, 429, …; null for a connection failure), after an assistant
+// message of model "<synthetic>" whose "error" names the kind (server_error, rate_limit, …). Later
+// versions (2.1.332) add model_usage_since_last_result: the turn's own usage, where modelUsage and
+// total_cost_usd count the whole Claude session across --resume.
+//
+// Besides those, the executor reads
+//
+//	{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":515.8,
+//	    "error_status":529,"error":"overloaded"}            the CLI retries a failed API call
+//	{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795840539,
+//	    "rateLimitType":"five_hour",…}}                     a subscription's usage limit, and its reset
+//
+// Other lines (system status, stream events, …) are ignored.
 type streamLine struct {
 	Type      string          `json:"type"`
 	Subtype   string          `json:"subtype"`
@@ -53,6 +65,35 @@ type streamLine struct {
 	PermissionDenials []orchestrator.PermissionDenial `json:"permission_denials"`
 	Usage             *lineUsage                      `json:"usage"`
 	ModelUsage        map[string]*modelUsage          `json:"modelUsage"`
+	// ModelUsageSince is the turn's own usage per model, where the CLI reports it (2.1.332).
+	ModelUsageSince map[string]*modelUsage `json:"model_usage_since_last_result"`
+	// APIErrorStatus is the HTTP status of the model API call that failed the turn.
+	APIErrorStatus *int `json:"api_error_status"`
+	// Error is an assistant line's error kind (server_error, rate_limit, overloaded,
+	// authentication_failed, …), or an api_retry line's.
+	Error json.RawMessage `json:"error"`
+	// An api_retry line's figures.
+	Attempt      int      `json:"attempt"`
+	MaxRetries   int      `json:"max_retries"`
+	RetryDelayMS float64  `json:"retry_delay_ms"`
+	ErrorStatus  *int     `json:"error_status"`
+	RateLimit    *rateLim `json:"rate_limit_info"`
+}
+
+// rateLim is a rate_limit_event's rate_limit_info.
+type rateLim struct {
+	Status   string  `json:"status"`   // allowed, allowed_warning, rejected
+	ResetsAt float64 `json:"resetsAt"` // Unix seconds
+	Type     string  `json:"rateLimitType"`
+}
+
+// errorKind returns an error field that is a string ("" otherwise).
+func (l *streamLine) errorKind() string {
+	var s string
+	if json.Unmarshal(l.Error, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 type mcpServerStatus struct {
@@ -79,8 +120,13 @@ type modelUsage struct {
 }
 
 type streamMessage struct {
+	// ID and Usage are the API message's: the CLI prints a message once per content block, each line
+	// repeating them.
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	Usage   *lineUsage      `json:"usage"`
 }
 
 type contentBlock struct {
@@ -113,10 +159,16 @@ type turnStream struct {
 	onSession func(id string)
 	// onInit is called with the init line.
 	onInit func(l *streamLine)
+	// onRetry is called with each api_retry line.
+	onRetry func(l *streamLine)
+	// usage counts the API messages' usage; nil counts nothing.
+	usage *meter
 
-	result   *streamLine // the final result line
-	lastText string      // the text of the last top-level assistant message
-	lines    int
+	result    *streamLine // the final result line
+	lastText  string      // the text of the last top-level assistant message
+	lastError string      // the error kind of the last assistant line that had one
+	rateLimit *rateLim    // the last rate_limit_event that said rejected
+	lines     int
 }
 
 // read consumes r line by line until EOF.
@@ -161,8 +213,15 @@ func (s *turnStream) handle(line []byte) {
 	}
 	switch l.Type {
 	case "system":
-		if l.Subtype == "init" && s.onInit != nil {
+		switch {
+		case l.Subtype == "init" && s.onInit != nil:
 			s.onInit(&l)
+		case l.Subtype == "api_retry" && s.onRetry != nil:
+			s.onRetry(&l)
+		}
+	case "rate_limit_event":
+		if l.RateLimit != nil && l.RateLimit.Status == "rejected" {
+			s.rateLimit = l.RateLimit
 		}
 	case "assistant":
 		s.assistant(&l)
@@ -176,6 +235,9 @@ func (s *turnStream) handle(line []byte) {
 func (s *turnStream) assistant(l *streamLine) {
 	if l.Message == nil {
 		return
+	}
+	if kind := l.errorKind(); kind != "" {
+		s.lastError = kind
 	}
 	var texts []map[string]string
 	var calls []orchestrator.Event
@@ -213,7 +275,11 @@ func (s *turnStream) assistant(l *streamLine) {
 		}
 		evs = append(evs, s.event(orchestrator.EventMessage, msg))
 	}
-	s.emit(append(evs, calls...)...)
+	evs = append(evs, calls...)
+	if d := s.usage.message(l.Message); d != nil {
+		evs = append(evs, s.event(orchestrator.EventUsage, d))
+	}
+	s.emit(evs...)
 }
 
 func (s *turnStream) user(l *streamLine) {

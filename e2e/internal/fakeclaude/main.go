@@ -8,7 +8,10 @@
 // stream-json lines in Claude Code's format on stdout: a system init line with its session id and the
 // status of each server of --mcp-config, assistant messages (text and tool_use blocks), user messages
 // with tool_result blocks, and one final result line with its usage (usage, modelUsage, total_cost_usd)
-// and permission_denials.
+// and permission_denials. As the real CLI does, a message with several content blocks is printed once per
+// block, each line repeating the message's id and usage. Every message uses 10 input, 20 output, 300
+// cache-read and 40 cache-write tokens of the model "fake" and costs $0.0012; the result line's figures
+// are the sum of the turn's messages, so the executor emits exactly one usage event per message.
 //
 // A new session (no --resume) gets a fresh UUID as its session id and follows the <inputs> block of its
 // prompt (the executor renders the run's parameters other than the prompt there):
@@ -26,6 +29,10 @@
 //	post_event        before its first line, post a progress event with this message to the run's session
 //	                  through the gateway ($AGENT_ORCHESTRATOR_API_URL, $AGENT_ORCHESTRATOR_TOKEN), as a
 //	                  tool or hook of a real session may do
+//	api_error         the turn fails on the model API, with the lines Claude Code 2.1.x prints (see
+//	                  apierror.go): 529, 429, 500, "connection" (no API answering) or "usage_limit" (a
+//	                  subscription's limit, which resets at usage_limit_reset, RFC 3339, default an hour
+//	                  ahead); a resumed session (--resume) then answers normally
 //
 // A resumed session (--resume <id>) keeps <id> as its session id. When its prompt carries the ```json
 // block of an orchestrator callback, its answer is the JSON object {"received": <that block>}, so the
@@ -90,6 +97,8 @@ type inputs struct {
 	PostEvent       string            `json:"post_event"`
 	MCPStatus       map[string]string `json:"mcp_status"`
 	DenyTools       []string          `json:"deny_tools"`
+	APIError        json.RawMessage   `json:"api_error"`
+	UsageLimitReset string            `json:"usage_limit_reset"`
 }
 
 var (
@@ -100,6 +109,10 @@ var (
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "--version" { // the runner's start-up check; not a run
 		fmt.Println("2.0.0 (Claude Code, fake)")
+		return
+	}
+	if len(os.Args) == 2 && os.Args[1] == "--help" { // the executor's check of the optional flags
+		fmt.Print(helpText)
 		return
 	}
 	inv := &Invocation{Pid: os.Getpid(), Args: os.Args[1:], Env: map[string]string{}}
@@ -113,9 +126,10 @@ func main() {
 
 // stream prints stream-json lines, each with the session id.
 type stream struct {
-	sid     string
-	enc     *json.Encoder
-	denials []any
+	sid      string
+	enc      *json.Encoder
+	denials  []any
+	messages int // the turn's API messages
 }
 
 func (s *stream) line(v map[string]any) {
@@ -123,10 +137,18 @@ func (s *stream) line(v map[string]any) {
 	_ = s.enc.Encode(v)
 }
 
+// messageUsage is the usage of every API message.
+var messageUsage = map[string]any{"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 40}
+
+// assistant prints one API message, a line per content block.
 func (s *stream) assistant(blocks ...map[string]any) {
-	s.line(map[string]any{"type": "assistant", "parent_tool_use_id": nil, "uuid": uuid(),
-		"message": map[string]any{"id": "msg_" + uuid()[:8], "type": "message", "role": "assistant", "model": "fake",
-			"content": blocks, "stop_reason": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
+	s.messages++
+	id := "msg_" + uuid()[:8]
+	for _, b := range blocks {
+		s.line(map[string]any{"type": "assistant", "parent_tool_use_id": nil, "uuid": uuid(),
+			"message": map[string]any{"id": id, "type": "message", "role": "assistant", "model": "fake",
+				"content": []any{b}, "stop_reason": nil, "usage": messageUsage}})
+	}
 }
 
 func (s *stream) toolResult(id string, c ToolCall) {
@@ -143,12 +165,14 @@ func (s *stream) result(answer string, turns int) {
 	if denials == nil {
 		denials = []any{}
 	}
+	n := int64(s.messages)
+	cost := float64(12*n) / 10000 // $0.0012 a message, without float sums
 	s.line(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 120,
-		"duration_api_ms": 100, "num_turns": turns, "result": answer, "total_cost_usd": 0.0012,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 300,
-			"cache_creation_input_tokens": 40, "server_tool_use": map[string]any{"web_search_requests": 0}, "service_tier": "standard"},
-		"modelUsage": map[string]any{"fake": map[string]any{"inputTokens": 10, "outputTokens": 20, "cacheReadInputTokens": 300,
-			"cacheCreationInputTokens": 40, "webSearchRequests": 0, "costUSD": 0.0012, "contextWindow": 200000}},
+		"duration_api_ms": 100, "num_turns": turns, "result": answer, "total_cost_usd": cost,
+		"usage": map[string]any{"input_tokens": 10 * n, "output_tokens": 20 * n, "cache_read_input_tokens": 300 * n,
+			"cache_creation_input_tokens": 40 * n, "server_tool_use": map[string]any{"web_search_requests": 0}, "service_tier": "standard"},
+		"modelUsage": map[string]any{"fake": map[string]any{"inputTokens": 10 * n, "outputTokens": 20 * n, "cacheReadInputTokens": 300 * n,
+			"cacheCreationInputTokens": 40 * n, "webSearchRequests": 0, "costUSD": cost, "contextWindow": 200000}},
 		"permission_denials": denials, "uuid": uuid()})
 }
 
@@ -229,6 +253,9 @@ func run(inv *Invocation) int {
 
 	if inv.Resume != "" {
 		return resumed(inv, out)
+	}
+	if len(in.APIError) > 0 {
+		return apiError(inv, out, in)
 	}
 	if in.ChildAgent == "" {
 		inv.Answer = "Nothing to do: the prompt names no child_agent."
