@@ -52,6 +52,8 @@ type SessionUpdate struct {
 	// ErrorCode sets the session's machine-readable failure code ([orchestrator.Session.ErrorCode]); an
 	// empty string clears it.
 	ErrorCode *string
+	// CachedFrom sets the session whose result this one shares ([orchestrator.Session].CachedFrom).
+	CachedFrom *string
 	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
 	EndedAt      *time.Time
 	ClearEndedAt bool

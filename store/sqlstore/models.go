@@ -152,6 +152,7 @@ type sessionRow struct {
 	Result            json.RawMessage `bun:"result"`
 	Error             string          `bun:"error"`
 	ErrorCode         string          `bun:"error_code"`
+	CachedFrom        string          `bun:"cached_from"` // migration 80
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
 	CreatedAt         time.Time       `bun:"created_at"`
@@ -190,6 +191,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		Result:            result,
 		Error:             s.Error,
 		ErrorCode:         s.ErrorCode,
+		CachedFrom:        s.CachedFrom,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
 		CreatedAt:         utc(s.CreatedAt),
@@ -215,6 +217,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ExecutorSessionID: row.ExecutorSessionID,
 		Error:             row.Error,
 		ErrorCode:         row.ErrorCode,
+		CachedFrom:        row.CachedFrom,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
 		CreatedAt:         utc(row.CreatedAt),
@@ -274,6 +277,13 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Result cache (migration 80) and rate limit (migration 81).
+	CacheKey     string `bun:"cache_key"`
+	CacheRole    string `bun:"cache_role"`
+	RateLimit    int64  `bun:"rate_limit"`
+	RatePeriodMS int64  `bun:"rate_period_ms"`
+	RateBucket   string `bun:"rate_bucket"`
+	ClaimedMS    int64  `bun:"claimed_ms"` // claimed_at in Unix milliseconds, for rate limit windows
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -340,6 +350,11 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		ConcurrencyKey:        r.ConcurrencyKey,
 		AgentLimit:            int64(max(r.AgentLimit, 0)),
 		KeyLimit:              int64(keyLimit(r)),
+		CacheKey:              r.CacheKey,
+		CacheRole:             r.CacheRole,
+		RateLimit:             int64(max(r.RateLimit, 0)),
+		RatePeriodMS:          r.RatePeriod.Milliseconds(),
+		RateBucket:            r.RateBucket,
 	}, tagRows, nil
 }
 
@@ -390,6 +405,11 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		ConcurrencyKey:  row.ConcurrencyKey,
 		AgentLimit:      int(row.AgentLimit),
 		KeyLimit:        int(row.KeyLimit),
+		CacheKey:        row.CacheKey,
+		CacheRole:       row.CacheRole,
+		RateLimit:       int(row.RateLimit),
+		RatePeriod:      time.Duration(row.RatePeriodMS) * time.Millisecond,
+		RateBucket:      row.RateBucket,
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0
