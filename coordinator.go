@@ -175,6 +175,9 @@ type StartRunParams struct {
 	// Cache is what the start asks of its agent's result cache: "use" (the default), "bypass" or
 	// "refresh" ([CacheMode]). It changes nothing for an agent without a cache.
 	Cache CacheMode `json:"cache,omitempty"`
+	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
+	// session's.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.

@@ -48,6 +48,16 @@ type Session struct {
 	// other than a busy runner: "rate_limited" (its agent's [RateLimit] holds it) or "cache_in_flight" (it
 	// waits for an identical start's result). It is computed when the session is read, not stored.
 	WaitingReason string `json:"waiting_reason,omitempty"`
+	// Attempt is the number of the session's current attempt, from 1: a retry after a failed attempt
+	// counts it up, a resume starts again at 1.
+	Attempt int `json:"attempt"`
+	// MaxAttempts is how many attempts the session's retry policy allows (1: no retry).
+	MaxAttempts int `json:"max_attempts"`
+	// NextAttemptAt is when the current attempt, a retry, is due; absent on a first attempt and once the
+	// session has ended.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	// Retry is the retry policy the session was started with, when the request or the blueprint gave one.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 	// TraceID is the W3C trace id of the trace the session's first run belongs to (32 hex digits), empty
 	// when it was started without trace context and tracing is off.
 	TraceID string `json:"trace_id,omitempty"`

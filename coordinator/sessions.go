@@ -228,6 +228,8 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	if err := cacheKeyOf(run, b, env, &p); err != nil {
 		return nil, nil, err
 	}
+	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
+	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	return s, run, nil

@@ -74,6 +74,10 @@ type RunBrief struct {
 	// end of a run that fills the cache writes it and answers the runs waiting for it.
 	CacheKey  string
 	CacheRole string
+	// Attempt and MaxAttempts are the run's attempt and how many its session's retry policy allows: a
+	// failed run whose Attempt is below MaxAttempts may be retried.
+	Attempt     int
+	MaxAttempts int
 }
 
 // NewRunBrief returns r's brief: what a store that implements [BriefUpdater] returns after changing r.
@@ -83,6 +87,7 @@ func NewRunBrief(r *orchestrator.Run) *RunBrief {
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
 		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "", TraceParent: r.TraceParent, CreatedAt: r.CreatedAt,
 		CacheKey: r.CacheKey, CacheRole: r.CacheRole,
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 	}
 }
 

@@ -54,6 +54,11 @@ type SessionUpdate struct {
 	ErrorCode *string
 	// CachedFrom sets the session whose result this one shares ([orchestrator.Session].CachedFrom).
 	CachedFrom *string
+	// Attempt sets the session's current attempt ([orchestrator.Session.Attempt]).
+	Attempt *int
+	// NextAttemptAt sets when the session's next attempt is due; ClearNextAttemptAt removes it.
+	NextAttemptAt      *time.Time
+	ClearNextAttemptAt bool
 	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
 	EndedAt      *time.Time
 	ClearEndedAt bool

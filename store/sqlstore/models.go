@@ -155,6 +155,10 @@ type sessionRow struct {
 	CachedFrom        string          `bun:"cached_from"` // migration 80
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RetryPolicy       json.RawMessage `bun:"retry_policy"`
+	Attempt           int64           `bun:"attempt"`
+	MaxAttempts       int64           `bun:"max_attempts"`
+	NextAttemptAt     *time.Time      `bun:"next_attempt_at"`
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
@@ -172,6 +176,12 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 	result, err := marshalResult(s.Result)
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", s.ID, err)
+	}
+	var policy json.RawMessage
+	if s.Retry != nil {
+		if policy, err = json.Marshal(s.Retry); err != nil {
+			return nil, fmt.Errorf("session %q: retry policy: %w", s.ID, err)
+		}
 	}
 	return &sessionRow{
 		ID:                s.ID,
@@ -194,6 +204,10 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		CachedFrom:        s.CachedFrom,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RetryPolicy:       policy,
+		Attempt:           int64(s.Attempt),
+		MaxAttempts:       int64(s.MaxAttempts),
+		NextAttemptAt:     utcPtr(s.NextAttemptAt),
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
@@ -220,6 +234,9 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		CachedFrom:        row.CachedFrom,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		Attempt:           int(row.Attempt),
+		MaxAttempts:       int(row.MaxAttempts),
+		NextAttemptAt:     utcPtr(row.NextAttemptAt),
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
@@ -234,6 +251,12 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		return nil, fmt.Errorf("session %q: %w", row.ID, err)
 	}
 	s.Result = r
+	if len(row.RetryPolicy) > 0 && string(row.RetryPolicy) != "null" {
+		s.Retry = new(orchestrator.RetryPolicy)
+		if err := json.Unmarshal(row.RetryPolicy, s.Retry); err != nil {
+			return nil, fmt.Errorf("session %q: retry policy: %w", row.ID, err)
+		}
+	}
 	return s, nil
 }
 
@@ -284,6 +307,9 @@ type runRow struct {
 	RatePeriodMS int64  `bun:"rate_period_ms"`
 	RateBucket   string `bun:"rate_bucket"`
 	ClaimedMS    int64  `bun:"claimed_ms"` // claimed_at in Unix milliseconds, for rate limit windows
+	// Retries (migration 50).
+	Attempt     int64 `bun:"attempt"`
+	MaxAttempts int64 `bun:"max_attempts"`
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -355,6 +381,8 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RateLimit:             int64(max(r.RateLimit, 0)),
 		RatePeriodMS:          r.RatePeriod.Milliseconds(),
 		RateBucket:            r.RateBucket,
+		Attempt:               int64(r.Attempt),
+		MaxAttempts:           int64(r.MaxAttempts),
 	}, tagRows, nil
 }
 
@@ -410,6 +438,8 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RateLimit:       int(row.RateLimit),
 		RatePeriod:      time.Duration(row.RatePeriodMS) * time.Millisecond,
 		RateBucket:      row.RateBucket,
+		Attempt:         int(row.Attempt),
+		MaxAttempts:     int(row.MaxAttempts),
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0

@@ -215,6 +215,15 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	if u.CachedFrom != nil {
 		q.set("cached_from", *u.CachedFrom)
 	}
+	if u.Attempt != nil {
+		q.set("attempt", int64(*u.Attempt))
+	}
+	switch {
+	case u.NextAttemptAt != nil:
+		q.set("next_attempt_at", formatTime(*u.NextAttemptAt))
+	case u.ClearNextAttemptAt:
+		q.setNull("next_attempt_at")
+	}
 	switch {
 	case u.EndedAt != nil:
 		q.set("ended_at", formatTime(*u.EndedAt))
