@@ -158,6 +158,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	var events []*orchestrator.Event
 	fromEvent := false
 	res := e.res
+	reported := e.res // the result the runner reported (nil: none), whose usage the run keeps
 	if res == nil {
 		var err error
 		res, fromEvent, err = c.deriveResult(e.ctx, tx, run)
@@ -187,6 +188,11 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 		errorCode = res.ErrorCode
 	}
 	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, ErrorCode: &errorCode, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
+	addUsage, err := c.finalUsage(e.ctx, tx, run, reported)
+	if err != nil {
+		return err
+	}
+	e.session.AddUsage = addUsage
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
@@ -199,6 +205,9 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *e
 	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
+	if u := e.session.AddUsage; u != nil {
+		fx.usage = append(fx.usage, usageCount{agent: run.AgentName, u: *u})
+	}
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
 	}

@@ -33,6 +33,7 @@ type effects struct {
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
 	callbacksRecorded, callbacksDelivered int
+	usage                                 []usageCount // usage deltas added to sessions' totals
 }
 
 // runEnd is a run that ended, for its log line and its metrics.
@@ -77,6 +78,7 @@ func (c *Coordinator) apply(fx *effects) {
 		c.logRunEnded(e)
 	}
 	c.count(fx)
+	c.countUsage(fx.usage)
 }
 
 // deliverRemote wakes the waiters of a key another replica published. The empty key means that
