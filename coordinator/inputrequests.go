@@ -225,7 +225,7 @@ func (c *Coordinator) GetInputRequest(ctx context.Context, id string, wait time.
 	var r *orchestrator.InputRequest
 	_, err := c.await(ctx, wait, inputKey(id), "", func() (bool, error) {
 		var err error
-		r, err = lookup(c.store.GetInputRequest(ctx, id)).as("input request", id)
+		r, err = lookup(c.store.GetInputRequest(ctx, id)).as("input_request", id)
 		return err == nil && r.Status != orchestrator.InputOpen, err
 	})
 	if err != nil && r == nil {
@@ -262,7 +262,7 @@ func (c *Coordinator) ListInputRequests(ctx context.Context, f orchestrator.Inpu
 // never runs, a question's session is running again. A request no longer open is ErrConflict, code
 // request_closed: of concurrent answers exactly one is applied.
 func (c *Coordinator) AnswerInputRequest(ctx context.Context, id string, p orchestrator.AnswerParams) (*orchestrator.InputRequest, error) {
-	r, err := lookup(c.store.GetInputRequest(ctx, id)).as("input request", id)
+	r, err := lookup(c.store.GetInputRequest(ctx, id)).as("input_request", id)
 	if err != nil {
 		return nil, err
 	}
