@@ -177,6 +177,9 @@ type StartRunParams struct {
 	// else none).
 	RequireApproval        bool    `json:"require_approval,omitempty"`
 	ApprovalTimeoutSeconds float64 `json:"approval_timeout_seconds,omitempty"`
+	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
+	// session's.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.
