@@ -89,6 +89,10 @@ type Blueprint struct {
 	// Version is the operator's label for the blueprint's behaviour (a tool's release, say). It is part of
 	// the blueprint's content hash: changing it invalidates the agent's cached results.
 	Version string `json:"version,omitempty"`
+
+	// Approval, when Required, makes every new session of the agent wait for a person's approval before
+	// any runner gets its run (docs/human-input.md).
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // maxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
@@ -178,6 +182,9 @@ func (b *Blueprint) Validate() error {
 	}
 	if len(b.Version) > 128 {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: version must be at most 128 characters", b.Name)
+	}
+	if b.Approval != nil && (b.Approval.TimeoutSeconds < 0 || b.Approval.Timeout() > MaxInputTimeout) {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: approval.timeout_seconds must be between 0 and %d (30 days)", b.Name, int(MaxInputTimeout.Seconds()))
 	}
 	if b.OutputRetries != nil && (*b.OutputRetries < 0 || *b.OutputRetries > 10) {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: output_retries must be between 0 and 10", b.Name)

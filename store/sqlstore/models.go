@@ -322,6 +322,8 @@ type runRow struct {
 	RatePeriodMS int64  `bun:"rate_period_ms"`
 	RateBucket   string `bun:"rate_bucket"`
 	ClaimedMS    int64  `bun:"claimed_ms"` // claimed_at in Unix milliseconds, for rate limit windows
+	// Held (migration 70): the run of a session waiting for its approval.
+	Held bool `bun:"held"`
 	// Retries (migration 50).
 	Attempt     int64 `bun:"attempt"`
 	MaxAttempts int64 `bun:"max_attempts"`
@@ -378,6 +380,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RunnerID:              r.RunnerID,
 		TraceParent:           r.TraceParent,
 		Parked:                r.Parked,
+		Held:                  r.Held,
 		Error:                 r.Error,
 		Usage:                 usage,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
@@ -437,6 +440,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RunnerID:        row.RunnerID,
 		TraceParent:     row.TraceParent,
 		Parked:          row.Parked,
+		Held:            row.Held,
 		Error:           row.Error,
 		Usage:           usage,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),
