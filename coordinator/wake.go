@@ -33,6 +33,9 @@ type effects struct {
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
 	callbacksRecorded, callbacksDelivered int
+	usage                                 []usageCount // usage deltas added to sessions' totals
+	retries                               []retryCount // retries scheduled
+	due                                   []time.Time  // when the retries scheduled are due
 }
 
 // runEnd is a run that ended, for its log line and its metrics.
@@ -76,7 +79,11 @@ func (c *Coordinator) apply(fx *effects) {
 	for _, e := range fx.runsEnded {
 		c.logRunEnded(e)
 	}
+	for _, at := range fx.due {
+		c.armDue(at, true)
+	}
 	c.count(fx)
+	c.countUsage(fx.usage)
 }
 
 // deliverRemote wakes the waiters of a key another replica published. The empty key means that

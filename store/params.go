@@ -52,6 +52,11 @@ type SessionUpdate struct {
 	// ErrorCode sets the session's machine-readable failure code ([orchestrator.Session.ErrorCode]); an
 	// empty string clears it.
 	ErrorCode *string
+	// Attempt sets the session's current attempt ([orchestrator.Session.Attempt]).
+	Attempt *int
+	// NextAttemptAt sets when the session's next attempt is due; ClearNextAttemptAt removes it.
+	NextAttemptAt      *time.Time
+	ClearNextAttemptAt bool
 	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
 	EndedAt      *time.Time
 	ClearEndedAt bool
@@ -61,6 +66,10 @@ type SessionUpdate struct {
 	// LastEventSeq counts them), and only when the guard lets the update through. A run's end changes the
 	// session and records its result and run_ended events: one statement fewer than doing both apart.
 	AppendEvents []*orchestrator.Event
+	// AddUsage is added to the session's usage totals ([orchestrator.Session.Usage]) by the same update,
+	// as an increment of the stored figures (never a read, then a write), so concurrent additions are all
+	// counted. Usage events among AppendEvents are added too, as [Store.AppendEvents] adds them.
+	AddUsage *orchestrator.Usage
 }
 
 // RunUpdate lists the run fields to change; nil fields are left alone.

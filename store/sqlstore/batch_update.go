@@ -50,7 +50,7 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []store.RunsUpdate) ([]*
 	single, err := s.updateGrouped(ctx, reflect.TypeFor[runRow](), qs, ids, runBriefColumns, func(rows *sql.Rows) error {
 		var b store.RunBrief
 		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
-			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt); err != nil {
+			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts); err != nil {
 			return err
 		}
 		b.CreatedAt = b.CreatedAt.UTC()
@@ -320,6 +320,8 @@ func pgArray(vals []any) (string, error) {
 			b.WriteByte('"')
 		case int64:
 			b.WriteString(strconv.FormatInt(v, 10))
+		case float64:
+			b.WriteString(strconv.FormatFloat(v, 'g', -1, 64)) // shortest form that reads back exactly
 		case bool:
 			b.WriteString(strconv.FormatBool(v))
 		default:

@@ -154,9 +154,19 @@ type sessionRow struct {
 	ErrorCode         string          `bun:"error_code"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RetryPolicy       json.RawMessage `bun:"retry_policy"`
+	Attempt           int64           `bun:"attempt"`
+	MaxAttempts       int64           `bun:"max_attempts"`
+	NextAttemptAt     *time.Time      `bun:"next_attempt_at"`
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
+	// The running usage totals, raised by usage events (see usageSets).
+	UsageInputTokens              int64   `bun:"usage_input_tokens"`
+	UsageOutputTokens             int64   `bun:"usage_output_tokens"`
+	UsageCacheReadInputTokens     int64   `bun:"usage_cache_read_input_tokens"`
+	UsageCacheCreationInputTokens int64   `bun:"usage_cache_creation_input_tokens"`
+	UsageCostUSD                  float64 `bun:"usage_cost_usd"`
 }
 
 func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
@@ -171,6 +181,12 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 	result, err := marshalResult(s.Result)
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", s.ID, err)
+	}
+	var policy json.RawMessage
+	if s.Retry != nil {
+		if policy, err = json.Marshal(s.Retry); err != nil {
+			return nil, fmt.Errorf("session %q: retry policy: %w", s.ID, err)
+		}
 	}
 	return &sessionRow{
 		ID:                s.ID,
@@ -192,9 +208,19 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		ErrorCode:         s.ErrorCode,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RetryPolicy:       policy,
+		Attempt:           int64(s.Attempt),
+		MaxAttempts:       int64(s.MaxAttempts),
+		NextAttemptAt:     utcPtr(s.NextAttemptAt),
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
+
+		UsageInputTokens:              s.Usage.InputTokens,
+		UsageOutputTokens:             s.Usage.OutputTokens,
+		UsageCacheReadInputTokens:     s.Usage.CacheReadInputTokens,
+		UsageCacheCreationInputTokens: s.Usage.CacheCreationInputTokens,
+		UsageCostUSD:                  s.Usage.CostUSD,
 	}, nil
 }
 
@@ -217,9 +243,15 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ErrorCode:         row.ErrorCode,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		Attempt:           int(row.Attempt),
+		MaxAttempts:       int(row.MaxAttempts),
+		NextAttemptAt:     utcPtr(row.NextAttemptAt),
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
+		Usage: orchestrator.Usage{InputTokens: row.UsageInputTokens, OutputTokens: row.UsageOutputTokens,
+			CacheReadInputTokens: row.UsageCacheReadInputTokens, CacheCreationInputTokens: row.UsageCacheCreationInputTokens,
+			CostUSD: row.UsageCostUSD},
 	}
 	if len(row.Demands) > 0 {
 		if err := json.Unmarshal(row.Demands, &s.Demands); err != nil {
@@ -231,6 +263,12 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		return nil, fmt.Errorf("session %q: %w", row.ID, err)
 	}
 	s.Result = r
+	if len(row.RetryPolicy) > 0 && string(row.RetryPolicy) != "null" {
+		s.Retry = new(orchestrator.RetryPolicy)
+		if err := json.Unmarshal(row.RetryPolicy, s.Retry); err != nil {
+			return nil, fmt.Errorf("session %q: retry policy: %w", row.ID, err)
+		}
+	}
 	return s, nil
 }
 
@@ -274,6 +312,9 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Retries (migration 50).
+	Attempt     int64 `bun:"attempt"`
+	MaxAttempts int64 `bun:"max_attempts"`
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -340,6 +381,8 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		ConcurrencyKey:        r.ConcurrencyKey,
 		AgentLimit:            int64(max(r.AgentLimit, 0)),
 		KeyLimit:              int64(keyLimit(r)),
+		Attempt:               int64(r.Attempt),
+		MaxAttempts:           int64(r.MaxAttempts),
 	}, tagRows, nil
 }
 
@@ -390,6 +433,8 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		ConcurrencyKey:  row.ConcurrencyKey,
 		AgentLimit:      int(row.AgentLimit),
 		KeyLimit:        int(row.KeyLimit),
+		Attempt:         int(row.Attempt),
+		MaxAttempts:     int(row.MaxAttempts),
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0

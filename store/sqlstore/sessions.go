@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -212,6 +213,15 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	if u.ErrorCode != nil {
 		q.set("error_code", *u.ErrorCode)
 	}
+	if u.Attempt != nil {
+		q.set("attempt", int64(*u.Attempt))
+	}
+	switch {
+	case u.NextAttemptAt != nil:
+		q.set("next_attempt_at", formatTime(*u.NextAttemptAt))
+	case u.ClearNextAttemptAt:
+		q.setNull("next_attempt_at")
+	}
 	switch {
 	case u.EndedAt != nil:
 		q.set("ended_at", formatTime(*u.EndedAt))
@@ -226,6 +236,18 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	if n := len(u.AppendEvents); n > 0 {
 		q.sets = append(q.sets, "last_event_seq = last_event_seq + ?")
 		q.args = append(q.args, int64(n))
+	}
+	usage, counted, err := store.UsageOfEvents(u.AppendEvents)
+	if err != nil {
+		return q, fmt.Errorf("%w: %v", orchestrator.ErrInvalid, err)
+	}
+	if u.AddUsage != nil {
+		usage.Add(*u.AddUsage)
+		counted = true
+	}
+	if counted {
+		q.sets = append(q.sets, usageSets...)
+		q.args = append(q.args, usageArgs(usage)...)
 	}
 	q.whereEq("id", id)
 	statuses := make([]string, len(from))
