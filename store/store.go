@@ -139,6 +139,9 @@ type Store interface {
 	// one wins, the others get ErrConflict: that is how exactly one coordinator replica fires each tick.
 	UpdateSchedule(ctx context.Context, s *orchestrator.Schedule) error
 	DeleteSchedule(ctx context.Context, id string) error
+	// CountSchedules returns how many schedules there are, paused ones included (the coordinator's
+	// MaxSchedules cap counts them all).
+	CountSchedules(ctx context.Context) (int, error)
 
 	// PutArtifact records an artifact, replacing the record of the same session and name; the replaced
 	// record's key goes to the garbage queue in the same write. An unknown session is ErrNotFound.
