@@ -303,6 +303,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if err := tx.dropArtifacts(ctx, "session_id = ?", id); err != nil {
 			return err
 		}
+		if _, err := tx.w.NewDelete().Model((*inputRequestRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
 		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id = ?", id).Exec(ctx)
 		return deleted(res, err, "session", id)
 	})
