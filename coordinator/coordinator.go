@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/blobstore"
 	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 	"github.com/agentorchestrator/orchestrator/internal/traces"
 	"github.com/agentorchestrator/orchestrator/store"
@@ -103,8 +104,30 @@ type Config struct {
 	// agent written to the store directly, leaves in it. Default 1s; negative: no cache.
 	AgentCacheTTL time.Duration
 
+	// MaxSchedules caps how many schedules may exist at once, paused ones included: creating one more is
+	// 409 too_many_schedules. Every schedule may start a run each second, so the cap bounds the load that
+	// clients can set up to recur. Default 1000; negative: no cap.
+	MaxSchedules int
+
 	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
+
+	// Artifacts is the bucket that holds sessions' artifacts (the files agents produce). Default: the
+	// bucket ArtifactsURL names; with neither, the coordinator keeps no artifacts and its artifact calls
+	// fail with code artifacts_not_configured.
+	Artifacts *blobstore.Bucket
+	// ArtifactsURL names the artifact bucket New opens when Artifacts is nil (-artifacts): file:///DIR,
+	// s3://bucket?region=…&endpoint=… (with the s3 driver registered; see package blobstore). The bucket
+	// lives as long as the process.
+	ArtifactsURL string
+	// MaxArtifactBytes bounds one artifact. Default 2 GiB.
+	MaxArtifactBytes int64
+	// MaxArtifactsPerSession bounds how many artifacts one session keeps. Default 1000.
+	MaxArtifactsPerSession int
+	// Prices estimates the cost of usage reported without one (a Claude Code run's per-message usage
+	// events; see docs/usage.md). Its entries replace the defaults of the same model; the other models
+	// keep theirs. Default: [DefaultPrices].
+	Prices Prices
 
 	// Metrics receives the coordinator's measurements (prommetrics.New fits). Default: none.
 	Metrics Metrics
@@ -161,7 +184,9 @@ type Coordinator struct {
 	secrets *ttlcache.Cache[[sha256.Size]byte]
 	// metrics is Config.Metrics; nil measures nothing.
 	metrics Metrics
-	tracer  trace.Tracer
+	// prices is Config.Prices over DefaultPrices.
+	prices Prices
+	tracer trace.Tracer
 	// warmWrites: the store reads for less inside a write transaction (see warmWriter).
 	warmWrites bool
 	// due wakes parked polls when a delayed run becomes due.
@@ -202,11 +227,23 @@ func New(cfg Config) (*Coordinator, error) {
 	def(&cfg.TimeoutGrace, 30*time.Second)
 	def(&cfg.WebhookTimeout, 10*time.Second)
 	def(&cfg.IdempotencyRetention, 24*time.Hour)
+	if cfg.MaxArtifactBytes <= 0 {
+		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if cfg.MaxArtifactsPerSession <= 0 {
+		cfg.MaxArtifactsPerSession = DefaultMaxArtifactsPerSession
+	}
+	if err := openArtifacts(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.WebhookMaxAttempts <= 0 {
 		cfg.WebhookMaxAttempts = 12
 	}
 	if cfg.WebhookConcurrency <= 0 {
 		cfg.WebhookConcurrency = 64
+	}
+	if cfg.MaxSchedules == 0 {
+		cfg.MaxSchedules = DefaultMaxSchedules
 	}
 	egressPolicy, err := egress.NewPolicy(cfg.WebhookAllowHosts)
 	if err != nil {
@@ -246,6 +283,7 @@ func New(cfg Config) (*Coordinator, error) {
 		webhookSlots: make(chan struct{}, cfg.WebhookConcurrency),
 		egress:       egressPolicy,
 		metrics:      cfg.Metrics,
+		prices:       cfg.Prices.withDefaults(),
 		tracer:       traces.Tracer(cfg.TracerProvider, tracerName),
 	}
 	if cfg.AgentCacheTTL > 0 {

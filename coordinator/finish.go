@@ -118,9 +118,9 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx store.Store, fx *effect
 	return nil
 }
 
-// sessionStatusesBeforeEnd guards a session's end: it ends from pending (a run that never started) or
-// running.
-var sessionStatusesBeforeEnd = []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning}
+// sessionStatusesBeforeEnd guards a session's end: it ends from pending (a run that never started),
+// running, or waiting (for its approval, or for the answer to a question its agent asked).
+var sessionStatusesBeforeEnd = []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning, orchestrator.SessionWaiting}
 
 // ending is one run's end on its way through finishRun or finishRuns.
 type ending struct {
@@ -182,6 +182,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	var events []*orchestrator.Event
 	fromEvent := false
 	res := e.res
+	reported := e.res // the result the runner reported (nil: none), whose usage the run keeps
 	if res == nil {
 		var err error
 		res, fromEvent, err = c.deriveResult(e.ctx, tx, run)
@@ -218,6 +219,11 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	if run.Attempt > 1 {
 		e.session.ClearNextAttemptAt = true // the retry it waited for has come and gone
 	}
+	addUsage, err := c.finalUsage(e.ctx, tx, run, reported)
+	if err != nil {
+		return err
+	}
+	e.session.AddUsage = addUsage
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
@@ -230,6 +236,9 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *e
 	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
+	if u := e.session.AddUsage; u != nil {
+		fx.usage = append(fx.usage, usageCount{agent: run.AgentName, u: *u})
+	}
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
 	}

@@ -162,6 +162,12 @@ type sessionRow struct {
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
+	// The running usage totals, raised by usage events (see usageSets).
+	UsageInputTokens              int64   `bun:"usage_input_tokens"`
+	UsageOutputTokens             int64   `bun:"usage_output_tokens"`
+	UsageCacheReadInputTokens     int64   `bun:"usage_cache_read_input_tokens"`
+	UsageCacheCreationInputTokens int64   `bun:"usage_cache_creation_input_tokens"`
+	UsageCostUSD                  float64 `bun:"usage_cost_usd"`
 }
 
 func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
@@ -210,6 +216,12 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
+
+		UsageInputTokens:              s.Usage.InputTokens,
+		UsageOutputTokens:             s.Usage.OutputTokens,
+		UsageCacheReadInputTokens:     s.Usage.CacheReadInputTokens,
+		UsageCacheCreationInputTokens: s.Usage.CacheCreationInputTokens,
+		UsageCostUSD:                  s.Usage.CostUSD,
 	}, nil
 }
 
@@ -238,6 +250,9 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
+		Usage: orchestrator.Usage{InputTokens: row.UsageInputTokens, OutputTokens: row.UsageOutputTokens,
+			CacheReadInputTokens: row.UsageCacheReadInputTokens, CacheCreationInputTokens: row.UsageCacheCreationInputTokens,
+			CostUSD: row.UsageCostUSD},
 	}
 	if len(row.Demands) > 0 {
 		if err := json.Unmarshal(row.Demands, &s.Demands); err != nil {
@@ -298,6 +313,8 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Held (migration 70): the run of a session waiting for its approval.
+	Held bool `bun:"held"`
 	// Retries (migration 50).
 	Attempt     int64 `bun:"attempt"`
 	MaxAttempts int64 `bun:"max_attempts"`
@@ -358,6 +375,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RunnerID:              r.RunnerID,
 		TraceParent:           r.TraceParent,
 		Parked:                r.Parked,
+		Held:                  r.Held,
 		Error:                 r.Error,
 		Usage:                 usage,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
@@ -415,6 +433,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RunnerID:        row.RunnerID,
 		TraceParent:     row.TraceParent,
 		Parked:          row.Parked,
+		Held:            row.Held,
 		Error:           row.Error,
 		Usage:           usage,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),

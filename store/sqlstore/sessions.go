@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -236,6 +237,18 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 		q.sets = append(q.sets, "last_event_seq = last_event_seq + ?")
 		q.args = append(q.args, int64(n))
 	}
+	usage, counted, err := store.UsageOfEvents(u.AppendEvents)
+	if err != nil {
+		return q, fmt.Errorf("%w: %v", orchestrator.ErrInvalid, err)
+	}
+	if u.AddUsage != nil {
+		usage.Add(*u.AddUsage)
+		counted = true
+	}
+	if counted {
+		q.sets = append(q.sets, usageSets...)
+		q.args = append(q.args, usageArgs(usage)...)
+	}
 	q.whereEq("id", id)
 	statuses := make([]string, len(from))
 	for i, st := range from {
@@ -257,8 +270,8 @@ func (s *Store) updatedSession(ctx context.Context, err error, id string) error 
 	return wrap(err, "session", id)
 }
 
-// DeleteSession deletes the session with its runs (and their demanded tags), events and callbacks (as
-// parent or child), in one transaction.
+// DeleteSession deletes the session with its runs (and their demanded tags), events, callbacks (as
+// parent or child) and artifacts (queueing their keys), in one transaction.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 		if tx.pg {
@@ -285,6 +298,12 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 			return wrap(err, "session", id)
 		}
 		if _, err := tx.w.NewDelete().Model((*webhookRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
+		if err := tx.dropArtifacts(ctx, "session_id = ?", id); err != nil {
+			return err
+		}
+		if _, err := tx.w.NewDelete().Model((*inputRequestRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
 			return wrap(err, "session", id)
 		}
 		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id = ?", id).Exec(ctx)
