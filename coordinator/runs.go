@@ -321,6 +321,9 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 	if err := p.Retry.Validate(); err != nil {
 		return err
 	}
+	if err := checkTimeouts(p); err != nil {
+		return err
+	}
 	if len(p.ProjectDir) > 4096 || strings.ContainsRune(p.ProjectDir, 0) {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "project_dir is not valid")
 	}
@@ -461,6 +464,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	if b != nil && b.RateLimit != nil {
 		run.RateBucket = b.RateLimit.Bucket(s.Parameters) // a resume's parameters are its prompt: the session's say whose it is
 	}
+	run.TimeoutSeconds, _ = runTimeouts(&p, b, run.CreatedAt, due) // a resume has no start deadline
 	err = c.commitRun(ctx, key, run, func(ctx context.Context, tx store.Store) error {
 		return tx.InTx(ctx, func(ctx context.Context, tx store.Store) error { return c.queueResume(ctx, tx, s, run) })
 	})

@@ -108,7 +108,7 @@ func (c *Coordinator) StopSession(ctx context.Context, id string) (*orchestrator
 	return c.GetSession(ctx, id)
 }
 
-// DeleteSession deletes an ended session with its runs, events and callbacks. A session with a run in
+// DeleteSession deletes an ended session with its runs, events, callbacks and artifacts. A session with a run in
 // progress is ErrConflict: stop it first.
 func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 	err := c.inTx(ctx, opDeleteSession, func(ctx context.Context, tx store.Store) error {
@@ -124,6 +124,7 @@ func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 	if err == nil {
 		c.wake(sessionKey(id))
 		c.wake(eventsKey(id))
+		c.collectArtifactGarbage(ctx)
 	}
 	return err
 }
@@ -239,6 +240,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	}
 	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
 	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
+	run.TimeoutSeconds, run.StartDeadline = runTimeouts(&p, b, now, due)
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	gate, err := c.gateSession(s, run, b, p)

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Schedules", testSchedules},
 		{"Cache", testCache},
 		{"RateLimit", testRateLimit},
+		{"Artifacts", testArtifacts},
 		{"InputRequests", testInputRequests},
 		{"Usage", testUsage},
 		{"Retries", testRetries},
