@@ -44,6 +44,8 @@ type Session struct {
 	// TraceID is the W3C trace id of the trace the session's first run belongs to (32 hex digits), empty
 	// when it was started without trace context and tracing is off.
 	TraceID string `json:"trace_id,omitempty"`
+	// RerunOf is the session this one re-runs (see [Rerunner]), empty for a session started otherwise.
+	RerunOf string `json:"rerun_of,omitempty"`
 	// LastEventSeq is the sequence number of the newest event.
 	LastEventSeq int64      `json:"last_event_seq"`
 	CreatedAt    time.Time  `json:"created_at"`

@@ -154,6 +154,7 @@ type sessionRow struct {
 	ErrorCode         string          `bun:"error_code"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RerunOf           string          `bun:"rerun_of"`
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
@@ -192,6 +193,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		ErrorCode:         s.ErrorCode,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RerunOf:           s.RerunOf,
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
@@ -217,6 +219,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ErrorCode:         row.ErrorCode,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		RerunOf:           row.RerunOf,
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
