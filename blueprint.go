@@ -82,9 +82,6 @@ type Blueprint struct {
 // maxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
 const maxConcurrency = 10000
 
-// ImplicitPromptSchema is the parameters schema of an AI agent that declares none: a non-empty prompt.
-const ImplicitPromptSchema = `{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`
-
 // implicitPromptSchema is ImplicitPromptSchema as the schema fields hold it, made once.
 var implicitPromptSchema = json.RawMessage(ImplicitPromptSchema)
 
