@@ -169,6 +169,9 @@ type StartRunParams struct {
 	// ConcurrencyKey puts the run under the agent's max_concurrent_per_key with the other runs of the
 	// agent carrying the same key.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
+	// session's.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.

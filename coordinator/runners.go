@@ -81,7 +81,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 			return err
 		}
 		for _, r := range held {
-			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, nil, "Runner restarted during execution"); err != nil {
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, lostRunner("Runner restarted during execution"), ""); err != nil {
 				return err
 			}
 		}
@@ -278,7 +278,7 @@ func (c *Coordinator) retireRunner(ctx context.Context, runnerID string, from []
 			return err
 		}
 		for _, r := range held {
-			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, nil, msg); err != nil {
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, lostRunner(msg), ""); err != nil {
 				return err
 			}
 		}

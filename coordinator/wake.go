@@ -33,6 +33,8 @@ type effects struct {
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
 	callbacksRecorded, callbacksDelivered int
+	retries                               []retryCount // retries scheduled
+	due                                   []time.Time  // when the retries scheduled are due
 }
 
 // runEnd is a run that ended, for its log line and its metrics.
@@ -75,6 +77,9 @@ func (c *Coordinator) apply(fx *effects) {
 	}
 	for _, e := range fx.runsEnded {
 		c.logRunEnded(e)
+	}
+	for _, at := range fx.due {
+		c.armDue(at, true)
 	}
 	c.count(fx)
 }
