@@ -56,6 +56,10 @@ type Session struct {
 	TraceID string `json:"trace_id,omitempty"`
 	// RerunOf is the session this one re-runs (see [Rerunner]), empty for a session started otherwise.
 	RerunOf string `json:"rerun_of,omitempty"`
+	// Usage is what the session has consumed so far, across all its runs, kept up to date as its usage
+	// events arrive (see [EventUsage]); totals only (Model and Models are empty). docs/usage.md says how
+	// usage events and a run's final figure are reconciled.
+	Usage Usage `json:"usage"`
 	// LastEventSeq is the sequence number of the newest event.
 	LastEventSeq int64      `json:"last_event_seq"`
 	CreatedAt    time.Time  `json:"created_at"`

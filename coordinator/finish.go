@@ -176,6 +176,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	var events []*orchestrator.Event
 	fromEvent := false
 	res := e.res
+	reported := e.res // the result the runner reported (nil: none), whose usage the run keeps
 	if res == nil {
 		var err error
 		res, fromEvent, err = c.deriveResult(e.ctx, tx, run)
@@ -212,6 +213,11 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	if run.Attempt > 1 {
 		e.session.ClearNextAttemptAt = true // the retry it waited for has come and gone
 	}
+	addUsage, err := c.finalUsage(e.ctx, tx, run, reported)
+	if err != nil {
+		return err
+	}
+	e.session.AddUsage = addUsage
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
@@ -224,6 +230,9 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *e
 	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
+	if u := e.session.AddUsage; u != nil {
+		fx.usage = append(fx.usage, usageCount{agent: run.AgentName, u: *u})
+	}
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
 	}

@@ -17,8 +17,8 @@ const rerunPage = 200
 // RerunSession starts the ended session id again as a new session (see [orchestrator.Rerunner]).
 //
 // The new session is started as POST /runs would start it, in async_poll mode, with the original's
-// parameters (p.Parameters merged over them), metadata, output schema, project directory and demands,
-// and its last run's priority and concurrency key. It is validated again: a schema that changed since
+// parameters (p.Parameters merged over them), metadata, output schema, retry policy, project directory
+// and demands, and its last run's priority and concurrency key. It is validated again: a schema that changed since
 // refuses parameters that no longer fit, exactly as a new start would. It is a top-level session — an
 // operator asked for it, not the original's parent — so it has no parent and calls nobody back, and
 // the original's callback_url is not copied: its receiver expects one call per session it started.
@@ -42,6 +42,7 @@ func (c *Coordinator) RerunSession(ctx context.Context, id string, p orchestrato
 		ProjectDir:   orig.ProjectDir,
 		OutputSchema: orig.OutputSchema,
 		Metadata:     orig.Metadata,
+		Retry:        orig.Retry,
 	}
 	if !orig.Demands.IsZero() {
 		d := orig.Demands
