@@ -130,19 +130,22 @@ func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 }
 
 func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time, key *store.IdempotencyKey, fx *effects,
+	due time.Time, key *store.IdempotencyKey, rerunOf string, fx *effects,
 ) (*orchestrator.Run, error) {
 	s, run, gate, err := c.newSession(ctx, p, params, env, due)
 	if err != nil {
 		return nil, err
 	}
+	s.RerunOf = rerunOf
+	if run.CacheKey != "" && (gate != nil || rerunOf != "") {
+		// A gated start executes once approved, later, and a rerun asks to execute again: both fill the
+		// cache and read nothing.
+		run.CacheRole = cacheWrite
+	}
 	switch {
 	case gate != nil:
-		if run.CacheKey != "" {
-			run.CacheRole = cacheWrite // it executes once approved, later: it fills the cache and reads nothing
-		}
 		err = c.createGatedSession(ctx, key, s, run, gate, fx)
-	case run.CacheKey != "":
+	case run.CacheKey != "" && run.CacheRole == "":
 		if err := c.startCached(ctx, p, key, s, run, fx); err != nil {
 			return nil, err
 		}

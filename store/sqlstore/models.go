@@ -156,6 +156,7 @@ type sessionRow struct {
 	CachedFrom        string          `bun:"cached_from"` // migration 80
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RerunOf           string          `bun:"rerun_of"`
 	RetryPolicy       json.RawMessage `bun:"retry_policy"`
 	Attempt           int64           `bun:"attempt"`
 	MaxAttempts       int64           `bun:"max_attempts"`
@@ -211,6 +212,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		CachedFrom:        s.CachedFrom,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RerunOf:           s.RerunOf,
 		RetryPolicy:       policy,
 		Attempt:           int64(s.Attempt),
 		MaxAttempts:       int64(s.MaxAttempts),
@@ -247,6 +249,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		CachedFrom:        row.CachedFrom,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		RerunOf:           row.RerunOf,
 		Attempt:           int(row.Attempt),
 		MaxAttempts:       int(row.MaxAttempts),
 		NextAttemptAt:     utcPtr(row.NextAttemptAt),
