@@ -52,6 +52,7 @@ type Metrics struct {
 	webhooks    *prometheus.CounterVec
 	callbacks   *prometheus.CounterVec
 	retries     *prometheus.CounterVec
+	reruns      *prometheus.CounterVec
 	storeTx     *prometheus.HistogramVec
 	slotsBusy   prometheus.Gauge
 	usage       usageCounters
@@ -62,8 +63,9 @@ type Metrics struct {
 
 var (
 	_ coordinator.Metrics      = (*Metrics)(nil)
-	_ runner.Metrics           = (*Metrics)(nil)
+	_ coordinator.RerunMetrics = (*Metrics)(nil)
 	_ coordinator.RetryMetrics = (*Metrics)(nil)
+	_ runner.Metrics           = (*Metrics)(nil)
 )
 
 // runBuckets spans what a run takes, from a Go function's milliseconds to an AI agent's hour.
@@ -97,6 +99,9 @@ func New() *Metrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orchestrator_run_retries_total", Help: "Retries scheduled after a failed attempt, by agent and reason.",
 		}, []string{"agent", "reason"}),
+		reruns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orchestrator_reruns_total", Help: "Ended sessions started again (re-runs), by agent.",
+		}, []string{"agent"}),
 		storeTx: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "orchestrator_store_tx_seconds", Help: "Duration of the coordinator's store transactions, by operation.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
@@ -106,7 +111,7 @@ func New() *Metrics {
 		}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.retries, m.storeTx)
+		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.retries, m.reruns, m.storeTx)
 	m.usage = newUsageCounters(m.reg)
 	return m
 }
@@ -171,6 +176,9 @@ func (m *Metrics) RunRetried(agent, reason string) { m.retries.WithLabelValues(a
 
 // Callback implements [coordinator.Metrics].
 func (m *Metrics) Callback(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }
+
+// Rerun implements [coordinator.RerunMetrics].
+func (m *Metrics) Rerun(agent string) { m.reruns.WithLabelValues(agent).Inc() }
 
 // StoreTx implements [coordinator.Metrics].
 func (m *Metrics) StoreTx(op string, d time.Duration) {
