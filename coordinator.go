@@ -169,9 +169,25 @@ type StartRunParams struct {
 	// ConcurrencyKey puts the run under the agent's max_concurrent_per_key with the other runs of the
 	// agent carrying the same key.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+
+	// RequireApproval creates the session waiting for a person's approval (an [InputRequest] of kind
+	// approval): no runner gets the run until it is approved. An agent whose blueprint requires approval
+	// ([Blueprint].Approval) is gated whatever this says. ApprovalTimeoutSeconds, when positive, fails the
+	// session with error code approval_timeout when nobody answered in time (default: the blueprint's,
+	// else none).
+	RequireApproval        bool    `json:"require_approval,omitempty"`
+	ApprovalTimeoutSeconds float64 `json:"approval_timeout_seconds,omitempty"`
 	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
 	// session's.
 	Retry *RetryPolicy `json:"retry,omitempty"`
+	// TimeoutSeconds bounds each attempt of the session, for every executor, overriding the blueprint's
+	// timeout_seconds: an attempt that runs longer fails with error code "timeout" (and the retry policy
+	// applies). The coordinator enforces it (see coordinator.Config.TimeoutGrace). 0 to 7 days; zero
+	// means the blueprint's.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// StartTimeoutSeconds bounds how long the session may wait for a runner to take it: not claimed by
+	// then, it fails with error code "start_timeout" and is not retried. 0 to 7 days; zero means no bound.
+	StartTimeoutSeconds float64 `json:"start_timeout_seconds,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.
@@ -248,7 +264,11 @@ type RunFilter struct {
 	// CreatedBefore selects runs created before it (the no-match timeout).
 	CreatedBefore time.Time
 	// Parked, when set, selects runs whose Parked equals it.
-	Parked  *bool
-	AfterID string
-	Limit   int
+	Parked *bool
+	// Timed selects claimed or running runs that have a timeout (the timeout sweep).
+	Timed bool
+	// StartDeadlineBefore selects pending runs whose start deadline is before it (the start-deadline sweep).
+	StartDeadlineBefore time.Time
+	AfterID             string
+	Limit               int
 }

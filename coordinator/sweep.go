@@ -29,8 +29,9 @@ func (c *Coordinator) sweepLoop(ctx context.Context) {
 }
 
 // Sweep runs the periodic checks once: runner liveness (online → stale → offline), pending runs that no
-// live runner can take, and — when full is set — callbacks that are due but were not delivered, and
-// retention. Errors are
+// live runner can take, runs past their timeout or start deadline, and — when full is set — callbacks
+// that are due but were not delivered, retention, and the deletion of artifacts' objects no record names
+// any more. Errors are
 // logged; the next sweep tries again. Start calls it periodically; tests may call it directly.
 func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepRunners(ctx); err != nil && ctx.Err() == nil {
@@ -39,6 +40,15 @@ func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepUnmatched(ctx, full); err != nil && ctx.Err() == nil {
 		c.log.Error("no-match sweep", "err", err)
 	}
+	if err := c.sweepTimeouts(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("timeout sweep", "err", err)
+	}
+	if err := c.sweepStartDeadlines(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("start-deadline sweep", "err", err)
+	}
+	if err := c.sweepInputRequests(ctx, full); err != nil && ctx.Err() == nil {
+		c.log.Error("input request sweep", "err", err)
+	}
 	if full {
 		if err := c.sweepCallbacks(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("callback sweep", "err", err)
@@ -46,6 +56,7 @@ func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 		if err := c.sweepRetention(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("retention sweep", "err", err)
 		}
+		c.collectArtifactGarbage(ctx)
 	}
 }
 
@@ -104,8 +115,8 @@ func (c *Coordinator) sweepUnmatched(ctx context.Context, full bool) error {
 		return err
 	}
 	for _, run := range old {
-		if matched(run) || (run.RunAt != nil && run.RunAt.After(now.Add(-c.cfg.NoMatchTimeout))) {
-			continue // a delayed run's wait for a runner starts when it is due
+		if run.Held || matched(run) || (run.RunAt != nil && run.RunAt.After(now.Add(-c.cfg.NoMatchTimeout))) {
+			continue // a delayed run's wait for a runner starts when it is due, a held run's when it is approved
 		}
 		msg := fmt.Sprintf("no runner can take this run: none matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
 		if run.AgentType == orchestrator.AgentTypeAgent && run.Demands.RunnerID == "" {

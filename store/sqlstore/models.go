@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -312,9 +313,15 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Held (migration 70): the run of a session waiting for its approval.
+	Held bool `bun:"held"`
 	// Retries (migration 50).
 	Attempt     int64 `bun:"attempt"`
 	MaxAttempts int64 `bun:"max_attempts"`
+	// Timeouts (migration 51).
+	TimeoutMS     int64      `bun:"timeout_ms"`
+	StartDeadline *time.Time `bun:"start_deadline"`
+	TimedOutAt    *time.Time `bun:"timed_out_at"`
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -368,6 +375,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RunnerID:              r.RunnerID,
 		TraceParent:           r.TraceParent,
 		Parked:                r.Parked,
+		Held:                  r.Held,
 		Error:                 r.Error,
 		Usage:                 usage,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
@@ -383,6 +391,9 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		KeyLimit:              int64(keyLimit(r)),
 		Attempt:               int64(r.Attempt),
 		MaxAttempts:           int64(r.MaxAttempts),
+		TimeoutMS:             int64(math.Round(r.TimeoutSeconds * 1000)),
+		StartDeadline:         utcPtr(r.StartDeadline),
+		TimedOutAt:            utcPtr(r.TimedOutAt),
 	}, tagRows, nil
 }
 
@@ -422,6 +433,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RunnerID:        row.RunnerID,
 		TraceParent:     row.TraceParent,
 		Parked:          row.Parked,
+		Held:            row.Held,
 		Error:           row.Error,
 		Usage:           usage,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),
@@ -435,6 +447,9 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		KeyLimit:        int(row.KeyLimit),
 		Attempt:         int(row.Attempt),
 		MaxAttempts:     int(row.MaxAttempts),
+		TimeoutSeconds:  float64(row.TimeoutMS) / 1000,
+		StartDeadline:   utcPtr(row.StartDeadline),
+		TimedOutAt:      utcPtr(row.TimedOutAt),
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0
