@@ -100,6 +100,11 @@ type Config struct {
 	// agent written to the store directly, leaves in it. Default 1s; negative: no cache.
 	AgentCacheTTL time.Duration
 
+	// MaxSchedules caps how many schedules may exist at once, paused ones included: creating one more is
+	// 409 too_many_schedules. Every schedule may start a run each second, so the cap bounds the load that
+	// clients can set up to recur. Default 1000; negative: no cap.
+	MaxSchedules int
+
 	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
 
@@ -210,6 +215,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.WebhookConcurrency <= 0 {
 		cfg.WebhookConcurrency = 64
+	}
+	if cfg.MaxSchedules == 0 {
+		cfg.MaxSchedules = DefaultMaxSchedules
 	}
 	egressPolicy, err := egress.NewPolicy(cfg.WebhookAllowHosts)
 	if err != nil {
