@@ -172,6 +172,14 @@ type StartRunParams struct {
 	// ConcurrencyKey puts the run under the agent's max_concurrent_per_key with the other runs of the
 	// agent carrying the same key.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+
+	// RequireApproval creates the session waiting for a person's approval (an [InputRequest] of kind
+	// approval): no runner gets the run until it is approved. An agent whose blueprint requires approval
+	// ([Blueprint].Approval) is gated whatever this says. ApprovalTimeoutSeconds, when positive, fails the
+	// session with error code approval_timeout when nobody answered in time (default: the blueprint's,
+	// else none).
+	RequireApproval        bool    `json:"require_approval,omitempty"`
+	ApprovalTimeoutSeconds float64 `json:"approval_timeout_seconds,omitempty"`
 	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
 	// session's.
 	Retry *RetryPolicy `json:"retry,omitempty"`
