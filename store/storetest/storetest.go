@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GroupedEnds", testGroupedEnds},
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
+		{"Artifacts", testArtifacts},
 		{"InputRequests", testInputRequests},
 		{"Usage", testUsage},
 		{"Retries", testRetries},
