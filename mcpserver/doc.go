@@ -24,6 +24,7 @@
 //	get_input_request        {request_id, wait_seconds?}               the input request
 //	list_input_requests      {status?, session_id?, limit?, cursor?}   {input_requests, next_cursor?}
 //	answer_input_request     {request_id, answer}                      the answered request (people, not agents)
+//	rerun_session            {session_id, parameters?: merge patch}    {session_id, run_id, status} of the new session
 //
 // Every successful answer is a JSON object, sent both as structured content and as its JSON text, and
 // every tool declares its outputSchema: the answer matches it exactly (the server checks each answer

@@ -79,8 +79,8 @@ status (default open) filters; session_id narrows to one session; limit is the p
 		p["limit"].Maximum = jsonschema.Ptr(float64(MaxListLimit))
 	}, inputOutput, s.listInputRequests)
 	addTool(s, srv, &mcp.Tool{
-		Name:  "answer_input_request",
-		Title: "Answer an input request",
+		Name:        "answer_input_request",
+		Title:       "Answer an input request",
 		Description: `Answer an open input request on a person's behalf: approve or reject a held run ({"approved": true} or {"approved": false, "comment": "why"}), or answer an agent's question with an object matching its schema. A refused approval fails the session (error code rejected) and its command never runs. An answer that does not match the schema is refused with every error; a request already answered is refused (request_closed): each is answered once. Agents cannot answer requests (this tool refuses calls made for an agent's session).`,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 	}, nil, inputOutput, s.answerInputRequest)

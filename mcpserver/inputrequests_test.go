@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
 
@@ -25,6 +26,8 @@ func TestAskHuman(t *testing.T) {
 		"agent_name": "slow", "mode": "async_poll", "parameters": map[string]any{"key": key},
 	}))
 	sessionID := f.gates.waitStarted(t, key)
+	// Only a running session asks: the task may run before its runner's started report lands.
+	testkit.WaitFor(t, testTimeout, "the session running", func() bool { return getSession(t, f, sessionID).Status == orchestrator.SessionRunning })
 
 	progress := make(progressLog, 64)
 	agent := connectHTTP(t, endpoint, map[string]string{mcpserver.HeaderSessionID: sessionID}, progress.options())

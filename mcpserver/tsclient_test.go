@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
 
@@ -149,6 +150,7 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	askSession := f.gates.waitStarted(t, askKey)
+	testkit.WaitFor(t, testTimeout, "the asking session running", func() bool { return getSession(t, f, askSession).Status == orchestrator.SessionRunning })
 	defer f.gates.get(askKey).open()
 
 	// The script runs from a directory of its own whose node_modules is the cached installation.

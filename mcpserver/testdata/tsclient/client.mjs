@@ -57,6 +57,7 @@ const addID = added?.structuredContent?.session_id;
 await call('get_agent_session_status', { session_id: addID });
 await call('get_agent_session_result', { session_id: addID, wait_seconds: 5 });
 await call('list_agent_sessions', { agent_name: 'add' });
+await call('rerun_session', { session_id: addID });
 await call('stop_agent_session', { session_id: addID });
 await call('list_schedules', {});
 await call('list_input_requests', {});
