@@ -167,6 +167,8 @@ type SessionOutput struct {
 	Attempt       int        `json:"attempt,omitempty" jsonschema:"its current attempt, from 1; a failed attempt its retry policy allows is followed by the next"`
 	MaxAttempts   int        `json:"max_attempts,omitempty" jsonschema:"how many attempts its retry policy allows (1: no retry)"`
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty" jsonschema:"when the next attempt is due, while the session waits pending for a retry"`
+	CachedFrom    string     `json:"cached_from,omitempty" jsonschema:"the session whose result it shares: answered from its agent's result cache, or it waited for an identical start"`
+	WaitingReason string     `json:"waiting_reason,omitempty" jsonschema:"why it is still pending, when not just for a runner: rate_limited or cache_in_flight"`
 	CreatedAt     time.Time  `json:"created_at"`
 	UpdatedAt     time.Time  `json:"updated_at"`
 	EndedAt       *time.Time `json:"ended_at,omitempty"`
@@ -185,6 +187,7 @@ func sessionOutput(s *orchestrator.Session) SessionOutput {
 		ParentSessionID: s.ParentSessionID, Callback: s.Callback, ProjectDir: s.ProjectDir,
 		RunID: s.CurrentRunID, HasResult: s.Status.Ended() && s.Result != nil, Error: s.Error, ErrorCode: s.ErrorCode,
 		Attempt: s.Attempt, MaxAttempts: s.MaxAttempts, NextAttemptAt: s.NextAttemptAt,
+		CachedFrom: s.CachedFrom, WaitingReason: s.WaitingReason,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, EndedAt: s.EndedAt,
 	}
 }
