@@ -31,6 +31,9 @@
 //	GET    /sessions/{id}/result[?wait=]        C R    {session_id, status, result?, error?}
 //	POST   /sessions/{id}/stop                  C R    the session
 //	DELETE /sessions/{id}                       C      204; 409 while it runs
+//	GET    /sessions/{id}/artifacts             C R    {artifacts}
+//	GET    /sessions/{id}/artifacts/{name...}   C R    the artifact's bytes (ETag = sha256, Range → 206)
+//	PUT    /sessions/{id}/artifacts/{name...}   C R    any body → 201 the artifact (RawBody: streamed to the bucket)
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
