@@ -93,12 +93,13 @@ func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 }
 
 func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time, key *store.IdempotencyKey, fx *effects,
+	due time.Time, key *store.IdempotencyKey, rerunOf string, fx *effects,
 ) (*orchestrator.Run, error) {
 	s, run, gate, err := c.newSession(ctx, p, params, env, due)
 	if err != nil {
 		return nil, err
 	}
+	s.RerunOf = rerunOf
 	if gate != nil {
 		err = c.createGatedSession(ctx, key, s, run, gate, fx)
 	} else {
@@ -191,6 +192,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	submit(run, &p, due, b)
 	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
 	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
+	run.TimeoutSeconds, run.StartDeadline = runTimeouts(&p, b, now, due)
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	gate, err := c.gateSession(s, run, b, p)

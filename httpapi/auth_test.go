@@ -114,6 +114,8 @@ func TestRolePolicy(t *testing.T) {
 		"GET /sessions/{id}/artifacts":           "client runner_instance",
 		"GET /sessions/{id}/artifacts/{name...}": "client runner_instance",
 		"PUT /sessions/{id}/artifacts/{name...}": "client runner_instance",
+		"POST /sessions/{id}/rerun":              "client",
+		"POST /sessions/rerun":                   "client",
 		"GET /sessions/{id}/events":              "client runner_instance",
 		"GET /sessions/{id}/events/stream":       "client runner_instance",
 		"POST /sessions/{id}/events":             "client runner_instance",

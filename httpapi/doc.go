@@ -34,6 +34,8 @@
 //	GET    /sessions/{id}/artifacts             C R    {artifacts}
 //	GET    /sessions/{id}/artifacts/{name...}   C R    the artifact's bytes (ETag = sha256, Range → 206)
 //	PUT    /sessions/{id}/artifacts/{name...}   C R    any body → 201 the artifact (RawBody: streamed to the bucket)
+//	POST   /sessions/{id}/rerun                 C      {parameters?: merge patch} → 201 {run_id, session_id, status}; 409 while it runs
+//	POST   /sessions/rerun                      C      {status, agent_name, created_after, limit, dry_run} → {count, session_ids, reruns, errors}
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}

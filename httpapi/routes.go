@@ -79,6 +79,8 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/sessions/{id}/artifacts", Roles: clientsRunners}, (*server).listArtifacts},
 	{Route{Method: "GET", Pattern: "/sessions/{id}/artifacts/{name...}", Roles: clientsRunners}, (*server).getArtifact},
 	{Route{Method: "PUT", Pattern: "/sessions/{id}/artifacts/{name...}", Roles: clientsRunners, RawBody: true}, (*server).putArtifact},
+	{Route{Method: "POST", Pattern: "/sessions/{id}/rerun", Roles: clients}, (*server).rerunSession},
+	{Route{Method: "POST", Pattern: "/sessions/rerun", Roles: clients}, (*server).rerunSessions},
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events", Roles: clientsRunners, LongPoll: true}, (*server).listEvents},
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events/stream", Roles: clientsRunners, LongPoll: true}, (*server).streamEvents},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -154,6 +155,7 @@ type sessionRow struct {
 	ErrorCode         string          `bun:"error_code"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RerunOf           string          `bun:"rerun_of"`
 	RetryPolicy       json.RawMessage `bun:"retry_policy"`
 	Attempt           int64           `bun:"attempt"`
 	MaxAttempts       int64           `bun:"max_attempts"`
@@ -208,6 +210,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		ErrorCode:         s.ErrorCode,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RerunOf:           s.RerunOf,
 		RetryPolicy:       policy,
 		Attempt:           int64(s.Attempt),
 		MaxAttempts:       int64(s.MaxAttempts),
@@ -243,6 +246,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ErrorCode:         row.ErrorCode,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		RerunOf:           row.RerunOf,
 		Attempt:           int(row.Attempt),
 		MaxAttempts:       int(row.MaxAttempts),
 		NextAttemptAt:     utcPtr(row.NextAttemptAt),
@@ -317,6 +321,10 @@ type runRow struct {
 	// Retries (migration 50).
 	Attempt     int64 `bun:"attempt"`
 	MaxAttempts int64 `bun:"max_attempts"`
+	// Timeouts (migration 51).
+	TimeoutMS     int64      `bun:"timeout_ms"`
+	StartDeadline *time.Time `bun:"start_deadline"`
+	TimedOutAt    *time.Time `bun:"timed_out_at"`
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -386,6 +394,9 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		KeyLimit:              int64(keyLimit(r)),
 		Attempt:               int64(r.Attempt),
 		MaxAttempts:           int64(r.MaxAttempts),
+		TimeoutMS:             int64(math.Round(r.TimeoutSeconds * 1000)),
+		StartDeadline:         utcPtr(r.StartDeadline),
+		TimedOutAt:            utcPtr(r.TimedOutAt),
 	}, tagRows, nil
 }
 
@@ -439,6 +450,9 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		KeyLimit:        int(row.KeyLimit),
 		Attempt:         int(row.Attempt),
 		MaxAttempts:     int(row.MaxAttempts),
+		TimeoutSeconds:  float64(row.TimeoutMS) / 1000,
+		StartDeadline:   utcPtr(row.StartDeadline),
+		TimedOutAt:      utcPtr(row.TimedOutAt),
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0
