@@ -16,7 +16,7 @@ import (
 )
 
 var allTools = []string{
-	"get_agent_schema", "get_agent_session_result", "get_agent_session_status", "list_agent_blueprints",
+	"get_agent_schema", "get_agent_session_result", "get_agent_session_status", "get_session_tree", "list_agent_blueprints",
 	"list_agent_sessions", "list_schedules", "rerun_session", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
 }
 

@@ -239,6 +239,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	s.addStartTools(srv)
 	s.addSessionTools(srv)
 	s.addScheduleTools(srv)
+	s.addTreeTool(srv)
 	s.addRerunTool(srv)
 }
 

@@ -58,6 +58,7 @@ await call('get_agent_session_result', { session_id: addID, wait_seconds: 5 });
 await call('list_agent_sessions', { agent_name: 'add' });
 await call('stop_agent_session', { session_id: addID });
 await call('list_schedules', {});
+await call('get_session_tree', { session_id: echoID });
 
 // A tool error from a tool with an output schema: returned, not thrown.
 await call('get_agent_schema', { agent_name: 'no-such-agent' }, 'unknown_agent');
