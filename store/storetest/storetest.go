@@ -60,6 +60,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GroupedEnds", testGroupedEnds},
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
+		{"Cache", testCache},
+		{"RateLimit", testRateLimit},
 		{"Artifacts", testArtifacts},
 		{"InputRequests", testInputRequests},
 		{"Usage", testUsage},
