@@ -43,8 +43,10 @@ type Coordinator interface {
 	ListSessions(ctx context.Context, f SessionFilter) (*SessionPage, error)
 	// WaitSession returns the session once it has ended, or as it is when wait elapses.
 	WaitSession(ctx context.Context, id string, wait time.Duration) (*Session, error)
-	// StopSession stops the session's current run, if any.
-	StopSession(ctx context.Context, id string) (*Session, error)
+	// StopSession stops the session's current run, if any, and — unless opts says NoCascade — every live
+	// descendant of the session but a detached one and its subtree (see [StopOpts]). At most one opts is
+	// read.
+	StopSession(ctx context.Context, id string, opts ...StopOpts) (*Session, error)
 	// DeleteSession deletes an ended session with its runs and events; a live one is ErrConflict.
 	DeleteSession(ctx context.Context, id string) error
 	// ListEvents returns up to limit events after the given sequence number. When wait is positive and there
@@ -169,6 +171,13 @@ type StartRunParams struct {
 	// ConcurrencyKey puts the run under the agent's max_concurrent_per_key with the other runs of the
 	// agent carrying the same key.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+
+	// Detached makes a child session outlive its parent: a stop that cascades down the tree, or the
+	// parent's failure, does not reach it or the sessions below it. It still counts in its tree's limits.
+	Detached bool `json:"detached,omitempty"`
+	// Limits bound the tree this start roots; only a root (no ParentSessionID) may set them, and only
+	// tighter than the coordinator's. See [TreeLimits].
+	Limits *TreeLimits `json:"limits,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.

@@ -58,11 +58,18 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 			"%d of %d runs are invalid; none was created", len(invalid), len(ps)).With("items", invalid)
 	}
 	var err error
-	if sc, ok := c.store.(sessionsCreator); ok {
+	// Children are admitted to their trees in the transaction that creates them (createChild).
+	hasChild := slices.ContainsFunc(sessions, func(s *orchestrator.Session) bool { return s.Depth > 0 })
+	if sc, ok := c.store.(sessionsCreator); ok && !hasChild {
 		err = sc.CreateSessionsWithRuns(ctx, sessions, runs)
 	} else {
 		err = c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 			for i := range sessions {
+				if sessions[i].Depth > 0 {
+					if err := admitChild(ctx, tx, sessions[i]); err != nil {
+						return err
+					}
+				}
 				if err := tx.CreateSessionWithRun(ctx, sessions[i], runs[i]); err != nil {
 					return err
 				}

@@ -100,6 +100,15 @@ type Config struct {
 	// agent written to the store directly, leaves in it. Default 1s; negative: no cache.
 	AgentCacheTTL time.Duration
 
+	// MaxTreeDepth is how deep a tree of sessions may grow: a root has depth 0, its children 1. A start
+	// deeper is refused with tree_limit_exceeded. A root may ask for less (StartRunParams.Limits).
+	// Default 8.
+	MaxTreeDepth int
+	// MaxTreeSessions is how many sessions one tree may hold, its root included (every session ever
+	// started in it). A start beyond is refused with tree_limit_exceeded. A root may ask for less.
+	// Default 10,000.
+	MaxTreeSessions int
+
 	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
 
@@ -203,6 +212,12 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.WebhookConcurrency <= 0 {
 		cfg.WebhookConcurrency = 64
+	}
+	if cfg.MaxTreeDepth <= 0 {
+		cfg.MaxTreeDepth = defaultMaxTreeDepth
+	}
+	if cfg.MaxTreeSessions <= 0 {
+		cfg.MaxTreeSessions = defaultMaxTreeSessions
 	}
 	egressPolicy, err := egress.NewPolicy(cfg.WebhookAllowHosts)
 	if err != nil {

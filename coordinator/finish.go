@@ -110,6 +110,8 @@ type ending struct {
 	ctx     context.Context     // the report's span, when the run is traced
 	span    trace.Span          // nil when not traced
 	session store.SessionUpdate // the session's end, once prepared
+	// stopRequest is the stop_requested event of a run that ended stopped, if it has one.
+	stopRequest *treeStop
 }
 
 // newEnding fills in the error message an end records: none for completed, else the reported one, the
@@ -186,6 +188,13 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	if status != orchestrator.RunCompleted {
 		errorCode = res.ErrorCode
 	}
+	if status == orchestrator.RunStopped {
+		// A run its tree's stop reached says why (parent_stopped, …), as a run that had not started does.
+		e.stopRequest = lastStopRequest(e.ctx, tx, run.SessionID)
+		if st := e.stopRequest; errorCode == "" && st != nil && !st.NoCascade {
+			errorCode, res.ErrorCode = st.Reason, st.Reason
+		}
+	}
 	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, ErrorCode: &errorCode, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
@@ -198,6 +207,9 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *effects, e *ending, s *store.SessionBrief) error {
 	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
+	if err := c.cascadeEnd(ctx, tx, fx, s, e.stopRequest); err != nil {
+		return err
+	}
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now

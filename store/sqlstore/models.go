@@ -157,6 +157,7 @@ type sessionRow struct {
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
+	sessionTreeColumns
 }
 
 func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
@@ -172,7 +173,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", s.ID, err)
 	}
-	return &sessionRow{
+	row := &sessionRow{
 		ID:                s.ID,
 		AgentName:         s.AgentName,
 		AgentType:         string(s.AgentType),
@@ -195,7 +196,9 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
-	}, nil
+	}
+	row.sessionTreeColumns = treeColumnsOf(s)
+	return row, nil
 }
 
 func (row *sessionRow) domain() (*orchestrator.Session, error) {
@@ -231,6 +234,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		return nil, fmt.Errorf("session %q: %w", row.ID, err)
 	}
 	s.Result = r
+	row.sessionTreeColumns.fill(s)
 	return s, nil
 }
 

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GroupedEnds", testGroupedEnds},
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
+		{"Tree", testTree},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
