@@ -55,6 +55,10 @@ type Blueprint struct {
 	// TimeoutSeconds, when positive, bounds a deterministic run; on expiry its process group is killed and
 	// the session fails.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Retry is how the agent's failed runs are retried (see [RetryPolicy]); a start request's retry
+	// overrides it. Nil: AI agents retry the model API's passing failures ([DefaultAgentRetryPolicy]),
+	// deterministic agents are not retried.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 
 	// SystemPrompt is given to an AI agent.
 	SystemPrompt string `json:"system_prompt,omitempty"`
@@ -81,9 +85,6 @@ type Blueprint struct {
 
 // maxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
 const maxConcurrency = 10000
-
-// ImplicitPromptSchema is the parameters schema of an AI agent that declares none: a non-empty prompt.
-const ImplicitPromptSchema = `{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`
 
 // implicitPromptSchema is ImplicitPromptSchema as the schema fields hold it, made once.
 var implicitPromptSchema = json.RawMessage(ImplicitPromptSchema)
@@ -147,6 +148,9 @@ func (b *Blueprint) Validate() error {
 	}
 	if b.TimeoutSeconds < 0 || b.TimeoutSeconds > maxTimeoutSeconds {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: timeout_seconds must be between 0 and %d (7 days)", b.Name, maxTimeoutSeconds)
+	}
+	if err := b.Retry.Validate(); err != nil {
+		return err
 	}
 	if b.MaxConcurrent < 0 || b.MaxConcurrent > maxConcurrency || b.MaxConcurrentPerKey < 0 || b.MaxConcurrentPerKey > maxConcurrency {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: max_concurrent and max_concurrent_per_key must be between 0 and %d", b.Name, maxConcurrency)

@@ -178,6 +178,9 @@ type StartRunParams struct {
 	// Limits bound the tree this start roots; only a root (no ParentSessionID) may set them, and only
 	// tighter than the coordinator's. See [TreeLimits].
 	Limits *TreeLimits `json:"limits,omitempty"`
+	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
+	// session's.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.

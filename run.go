@@ -40,6 +40,10 @@ type Run struct {
 	// A claim never takes a run past them; the run stays pending until a slot frees.
 	AgentLimit int `json:"agent_limit,omitempty"`
 	KeyLimit   int `json:"key_limit,omitempty"`
+	// Attempt is the run's attempt within its session, from 1: a retry of a failed run is a new run with
+	// the next number. MaxAttempts is how many attempts the session's policy allows.
+	Attempt     int `json:"attempt"`
+	MaxAttempts int `json:"max_attempts,omitempty"`
 	// RunnerID is the runner that claimed the run.
 	RunnerID string `json:"runner_id,omitempty"`
 	// TraceParent is the W3C traceparent of the span that created the run: its claim, execution and report

@@ -117,6 +117,10 @@ const (
 	// 100. Validating n JSON values against an accepted schema evaluates at most n × MaxSchemaEvaluations
 	// subschemas.
 	MaxSchemaEvaluations = 2000
+
+	// ImplicitPromptSchema is the parameters schema of an AI agent that declares none: a non-empty prompt.
+	// It is well within every limit above.
+	ImplicitPromptSchema = `{"type":"object","required":["prompt"],"properties":{"prompt":{"type":"string","minLength":1}}}`
 )
 
 // CompileSchema parses and compiles a JSON Schema. It fails, with an error wrapping [ErrInvalid] (code

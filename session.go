@@ -50,6 +50,16 @@ type Session struct {
 	// [Result.ErrorCode] of its last run, or the coordinator's own reason (a timeout, a refused approval, a
 	// budget, a stopped parent, …). docs/http-api.md lists the codes.
 	ErrorCode string `json:"error_code,omitempty"`
+	// Attempt is the number of the session's current attempt, from 1: a retry after a failed attempt
+	// counts it up, a resume starts again at 1.
+	Attempt int `json:"attempt"`
+	// MaxAttempts is how many attempts the session's retry policy allows (1: no retry).
+	MaxAttempts int `json:"max_attempts"`
+	// NextAttemptAt is when the current attempt, a retry, is due; absent on a first attempt and once the
+	// session has ended.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	// Retry is the retry policy the session was started with, when the request or the blueprint gave one.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 	// TraceID is the W3C trace id of the trace the session's first run belongs to (32 hex digits), empty
 	// when it was started without trace context and tracing is off.
 	TraceID string `json:"trace_id,omitempty"`

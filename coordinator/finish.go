@@ -30,6 +30,12 @@ func (c *Coordinator) finishRun(ctx context.Context, tx store.Store, fx *effects
 	if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
 		return err
 	}
+	if r, err := c.planRetry(ctx, tx, e); err != nil || r != nil {
+		if err != nil {
+			return err
+		}
+		return c.scheduleRetry(e.ctx, tx, fx, e, r)
+	}
 	s, err := updateSessionBrief(ctx, tx, run.SessionID, sessionStatusesBeforeEnd, e.session)
 	if err != nil {
 		return err
@@ -68,7 +74,8 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx store.Store, fx *effect
 			e.endSpan()
 		}
 	}()
-	sus := make([]store.SessionsUpdate, len(reps))
+	sus := make([]store.SessionsUpdate, 0, len(reps))
+	ending := ends[:0:0] // the ends that end their sessions, in the order of sus
 	for i, e := range ends {
 		if runs[i] == nil {
 			return orchestrator.Errorf(orchestrator.ErrConflict, "run_conflict", "run %s cannot end as %s", e.runID, e.status)
@@ -77,13 +84,24 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx store.Store, fx *effect
 		if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
 			return err
 		}
-		sus[i] = store.SessionsUpdate{ID: e.run.SessionID, From: sessionStatusesBeforeEnd, Update: e.session}
+		r, err := c.planRetry(ctx, tx, e)
+		if err != nil {
+			return err
+		}
+		if r != nil { // a retried failure keeps its session going: written on its own
+			if err := c.scheduleRetry(e.ctx, tx, fx, e, r); err != nil {
+				return err
+			}
+			continue
+		}
+		sus = append(sus, store.SessionsUpdate{ID: e.run.SessionID, From: sessionStatusesBeforeEnd, Update: e.session})
+		ending = append(ending, e)
 	}
 	sessions, err := b.UpdateSessionsBrief(ctx, sus)
 	if err != nil {
 		return err
 	}
-	for i, e := range ends {
+	for i, e := range ending {
 		if sessions[i] == nil {
 			return orchestrator.Errorf(orchestrator.ErrConflict, "session_conflict", "session %s of run %s is not live", e.run.SessionID, e.runID)
 		}
@@ -185,6 +203,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	}))
 	sessionStatus := orchestrator.SessionStatus(status)
 	errorCode := "" // a completed run clears the code an earlier run of the session left
+	sessionErr := e.errMsg
 	if status != orchestrator.RunCompleted {
 		errorCode = res.ErrorCode
 	}
@@ -195,7 +214,13 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 			errorCode, res.ErrorCode = st.Reason, st.Reason
 		}
 	}
-	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &e.errMsg, ErrorCode: &errorCode, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
+	if status == orchestrator.RunFailed {
+		sessionErr = attemptsError(run.Attempt, e.errMsg) // the run keeps its own error
+	}
+	e.session = store.SessionUpdate{Status: &sessionStatus, Result: res, Error: &sessionErr, ErrorCode: &errorCode, EndedAt: &e.now, UpdatedAt: now, AppendEvents: events}
+	if run.Attempt > 1 {
+		e.session.ClearNextAttemptAt = true // the retry it waited for has come and gone
+	}
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}

@@ -26,12 +26,16 @@ import (
 // The answer carries the runner's secret ([orchestrator.Registration].RunnerSecret), its credential over
 // HTTP; the coordinator keeps only its hash. Since the id follows from the hostname, project directory and
 // profile, anyone may name it, so the secret guards the identity: registering under the id of a runner that
-// is online (a heartbeat within StaleAfter) is refused — ErrConflict, code runner_identity_in_use, nothing
-// changes — unless the registration presents that runner's secret (RunnerRegistration.RunnerSecret). An
-// unknown id, an offline runner and a stale one may be taken without it: a runner that has not heartbeated
-// for StaleAfter is most likely the crashed previous process of the one registering, and a live runner, which
-// heartbeats, never becomes stale for someone else's asking. A registration that presents the valid secret
-// keeps it; any other gets a new one, and the previous one stops working.
+// is not offline — online or stale — is refused (ErrConflict, code runner_identity_in_use, nothing changes)
+// unless the registration presents that runner's secret (RunnerRegistration.RunnerSecret). A stale runner
+// is not a dead one: a runner cut off from the coordinator for a while, or paused, comes back to its runs, and
+// whoever took its identity meanwhile would fail them and receive the next ones with their clients'
+// parameters. An unknown id and an offline runner (status offline, or no heartbeat for OfflineAfter, which
+// the liveness sweep is about to record) may be taken without the secret: by then the runner's runs have
+// failed and its blueprints are gone. A runner restarted after a crash, which lost its secret with its
+// memory, therefore registers once its previous incarnation is offline, or at once after an admin removes it
+// (DeregisterRunner, DELETE /runners/{id}). A registration that presents the valid secret keeps it; any other
+// gets a new one, and the previous one stops working.
 func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.RunnerRegistration) (*orchestrator.Registration, error) {
 	if err := c.checkRegistration(ctx, reg); err != nil {
 		return nil, err
@@ -77,7 +81,7 @@ func (c *Coordinator) RegisterRunner(ctx context.Context, reg *orchestrator.Runn
 			return err
 		}
 		for _, r := range held {
-			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, nil, "Runner restarted during execution"); err != nil {
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, lostRunner("Runner restarted during execution"), ""); err != nil {
 				return err
 			}
 		}
@@ -144,14 +148,14 @@ func (c *Coordinator) checkIdentity(ctx context.Context, tx store.Store, reg *or
 	if secretMatches(stored, reg.RunnerSecret) {
 		return reg.RunnerSecret, nil
 	}
-	if prev.Status == orchestrator.RunnerOnline && prev.LastHeartbeatAt.After(now.Add(-c.cfg.StaleAfter)) {
+	if prev.Status != orchestrator.RunnerOffline && prev.LastHeartbeatAt.After(now.Add(-c.cfg.OfflineAfter)) {
 		return "", orchestrator.Errorf(orchestrator.ErrConflict, "runner_identity_in_use",
-			"runner %s (hostname %q, project_dir %q, executor_profile %q) is online, last heartbeat %s ago, and this "+
-				"registration does not present its runner_secret: another process is running as this runner. "+
-				"If that process is gone, this one can register once the old one is stale (no heartbeat for %s), "+
+			"runner %s (hostname %q, project_dir %q, executor_profile %q) is %s, last heartbeat %s ago, and this "+
+				"registration does not present its runner_secret: another process may still be running as this runner. "+
+				"If that process is gone, this one can register once the old one is offline (no heartbeat for %s), "+
 				"or as soon as an admin removes it (DELETE /runners/%s)",
-			id, reg.Hostname, reg.ProjectDir, reg.ExecutorProfile, now.Sub(prev.LastHeartbeatAt).Round(time.Millisecond),
-			c.cfg.StaleAfter, id).With("runner_id", id)
+			id, reg.Hostname, reg.ProjectDir, reg.ExecutorProfile, prev.Status, now.Sub(prev.LastHeartbeatAt).Round(time.Millisecond),
+			c.cfg.OfflineAfter, id).With("runner_id", id).With("runner_status", string(prev.Status))
 	}
 	return newRunnerSecret(), nil
 }
@@ -274,7 +278,7 @@ func (c *Coordinator) retireRunner(ctx context.Context, runnerID string, from []
 			return err
 		}
 		for _, r := range held {
-			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, nil, msg); err != nil {
+			if err := c.finishRun(ctx, tx, fx, r.ID, "", orchestrator.RunFailed, lostRunner(msg), ""); err != nil {
 				return err
 			}
 		}

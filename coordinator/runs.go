@@ -137,8 +137,13 @@ func (c *Coordinator) waitRun(ctx context.Context, runID, sessionID string, wait
 			run = nil
 			return s.Status.Ended(), nil
 		}
-		if run, err = c.GetRun(ctx, runID); err != nil {
+		// A retried run's outcome is its last attempt's.
+		if run, err = c.lastAttempt(ctx, sessionID, runID); err != nil {
 			return false, err
+		}
+		if run.ID == s.CurrentRunID {
+			run = nil
+			return s.Status.Ended(), nil
 		}
 		return run.Status.Terminal(), nil
 	}); err != nil {
@@ -158,7 +163,7 @@ func (c *Coordinator) waitRun(ctx context.Context, runID, sessionID string, wait
 	// run_ended marker.
 	res.Status, res.Error = orchestrator.SessionStatus(run.Status), run.Error
 	var err error
-	if res.Result, err = c.resultOfRun(ctx, sessionID, runID); err != nil {
+	if res.Result, err = c.resultOfRun(ctx, sessionID, run.ID); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -309,6 +314,9 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 				"callback_url needs a webhook secret configured on the coordinator, to sign the deliveries")
 		}
 	}
+	if err := p.Retry.Validate(); err != nil {
+		return err
+	}
 	if len(p.ProjectDir) > 4096 || strings.ContainsRune(p.ProjectDir, 0) {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "project_dir is not valid")
 	}
@@ -410,8 +418,8 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	if p.AgentName != "" && p.AgentName != s.AgentName {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session %s belongs to agent %q, not %q", s.ID, s.AgentName, p.AgentName)
 	}
-	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 || p.Detached || p.Limits != nil {
-		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback, output schema, detachment and tree limits")
+	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 || p.Retry != nil || p.Detached || p.Limits != nil {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback, output schema, retry policy, detachment and tree limits")
 	}
 	if p.Mode == orchestrator.ModeAsyncCallback {
 		// The resumed run calls back the session's own parent when it ends.
@@ -494,6 +502,8 @@ func (c *Coordinator) newResumeRun(s *orchestrator.Session, params json.RawMessa
 		ProjectDir:   s.ProjectDir,
 		OutputSchema: s.OutputSchema,
 		Metadata:     metadata,
+		Attempt:      1,
+		MaxAttempts:  max(s.MaxAttempts, 1),
 		CreatedAt:    c.now(),
 	}
 }
@@ -503,6 +513,7 @@ func (c *Coordinator) newResumeRun(s *orchestrator.Session, params json.RawMessa
 func (c *Coordinator) queueResume(ctx context.Context, tx store.Store, s *orchestrator.Session, run *orchestrator.Run) error {
 	if _, err := tx.UpdateSession(ctx, s.ID, []orchestrator.SessionStatus{orchestrator.SessionCompleted, orchestrator.SessionFailed, orchestrator.SessionStopped}, store.SessionUpdate{
 		Status: new(orchestrator.SessionPending), CurrentRunID: &run.ID, ClearEndedAt: true, Error: new(""), UpdatedAt: run.CreatedAt,
+		Attempt: &run.Attempt, ClearNextAttemptAt: true, // a resume's attempts count afresh
 	}); err != nil {
 		return err
 	}

@@ -47,14 +47,14 @@ func wantIdentityInUse(t *testing.T, what string, err error, runnerID string) {
 	if !errors.Is(err, orchestrator.ErrConflict) || !errors.As(err, &e) || e.Code != "runner_identity_in_use" || e.Details["runner_id"] != runnerID {
 		t.Fatalf("%s: err = %v, want ErrConflict runner_identity_in_use for %s", what, err, runnerID)
 	}
-	if !strings.Contains(e.Message, "DELETE /runners/"+runnerID) || !strings.Contains(e.Message, "stale") {
+	if !strings.Contains(e.Message, "DELETE /runners/"+runnerID) || !strings.Contains(e.Message, "offline") {
 		t.Errorf("%s: the message does not tell the operator what to do: %s", what, e.Message)
 	}
 }
 
 // TestRunnerSecretGuardsIdentity: a registration returns a secret; registering under the id of a live
-// runner without it is refused and changes nothing; with it, the runner keeps its secret; a stale or
-// offline runner's id may be taken without it, and that revokes the old secret.
+// runner that is online or stale without it is refused and changes nothing; with it, the runner keeps its
+// secret; an offline runner's id may be taken without it, and that revokes the old secret.
 func TestRunnerSecretGuardsIdentity(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -112,30 +112,62 @@ func TestRunnerSecretGuardsIdentity(t *testing.T) {
 		t.Fatalf("registration with the secret = %s %q, want the same id and secret", again.RunnerID, again.RunnerSecret)
 	}
 
-	// Stale (the sweep's doing): the id may be taken without the secret, which revokes the old one.
+	// The runner holds a run again (registering again failed the one it held).
+	run2 := start(t, c, orchestrator.StartRunParams{AgentName: "web-crawler", Parameters: json.RawMessage(`{"url":"https://example.com"}`)})
+	if w := poll(t, c, a.RunnerID, 1); len(w.Runs) != 1 {
+		t.Fatalf("poll = %+v, want the run", w)
+	}
+
+	// Stale (the sweep's doing): still the runner's; a stale runner comes back to its runs.
 	if _, err := st.UpdateRunnerStatus(ctx, a.RunnerID, nil, orchestrator.RunnerStale, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.RegisterRunner(ctx, hostReg("host-a", ""))
-	if err != nil {
-		t.Fatalf("registration over a stale runner: %v", err)
+	for _, secret := range []string{"", a.RunnerSecret + "x"} {
+		_, err := c.RegisterRunner(ctx, hostReg("host-a", secret))
+		wantIdentityInUse(t, "registration over a stale runner with secret "+secret, err, a.RunnerID)
 	}
-	if b.RunnerID != a.RunnerID || b.RunnerSecret == a.RunnerSecret || b.RunnerSecret == "" {
-		t.Fatalf("registration over a stale runner = %s %q, want the same id and a new secret", b.RunnerID, b.RunnerSecret)
+	if r, _ := c.GetRun(ctx, run2.RunID); r.Status != orchestrator.RunClaimed || r.RunnerID != a.RunnerID {
+		t.Fatalf("the stale runner's run after the refused registrations: %s held by %s", r.Status, r.RunnerID)
 	}
-	if err := c.VerifyRunnerSecret(ctx, a.RunnerID, a.RunnerSecret); !errors.Is(err, orchestrator.ErrUnauthorized) {
-		t.Fatalf("the replaced secret: VerifyRunnerSecret = %v, want ErrUnauthorized", err)
+	if err := c.VerifyRunnerSecret(ctx, a.RunnerID, a.RunnerSecret); err != nil {
+		t.Fatalf("the stale runner's secret after the refused registrations: %v", err)
 	}
+	// Stale without a heartbeat for longer than StaleAfter but not OfflineAfter: still refused.
+	info, _ := st.GetRunner(ctx, a.RunnerID)
+	info.LastHeartbeatAt = time.Now().UTC().Add(-91 * time.Second)
+	if err := st.PutRunner(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RegisterRunner(ctx, hostReg("host-a", ""))
+	wantIdentityInUse(t, "registration over a runner silent for 91 s", err, a.RunnerID)
 
-	// Online, but without a heartbeat for StaleAfter (the sweep has not got to it yet): stale all the same.
-	info, _ := st.GetRunner(ctx, b.RunnerID)
+	// Without a heartbeat for OfflineAfter (the sweep has not got to it yet): offline all the same. The id
+	// may be taken without the secret, which revokes the old one.
 	info.LastHeartbeatAt = time.Now().UTC().Add(-2 * time.Hour)
 	if err := st.PutRunner(ctx, info); err != nil {
 		t.Fatal(err)
 	}
+	b, err := c.RegisterRunner(ctx, hostReg("host-a", ""))
+	if err != nil {
+		t.Fatalf("registration over a runner without a heartbeat for OfflineAfter: %v", err)
+	}
+	if b.RunnerID != a.RunnerID || b.RunnerSecret == a.RunnerSecret || b.RunnerSecret == "" {
+		t.Fatalf("registration over an offline runner = %s %q, want the same id and a new secret", b.RunnerID, b.RunnerSecret)
+	}
+	if err := c.VerifyRunnerSecret(ctx, a.RunnerID, a.RunnerSecret); !errors.Is(err, orchestrator.ErrUnauthorized) {
+		t.Fatalf("the replaced secret: VerifyRunnerSecret = %v, want ErrUnauthorized", err)
+	}
+	if r, _ := c.GetRun(ctx, run2.RunID); r.Status != orchestrator.RunFailed {
+		t.Fatalf("the previous incarnation's run after the takeover: %s, want failed", r.Status)
+	}
+
+	// An admin removes a live runner whose process is gone: its id is free at once.
+	if err := c.DeregisterRunner(ctx, b.RunnerID); err != nil {
+		t.Fatal(err)
+	}
 	b2, err := c.RegisterRunner(ctx, hostReg("host-a", ""))
 	if err != nil {
-		t.Fatalf("registration over a runner without a heartbeat for StaleAfter: %v", err)
+		t.Fatalf("registration after an admin removed the runner: %v", err)
 	}
 
 	// Offline: deregistration revokes the secret at once; the id is free.
@@ -182,7 +214,7 @@ func TestRunnerSecretAcrossReplicas(t *testing.T) {
 	if err := c2.VerifyRunnerSecret(ctx, a.RunnerID, a.RunnerSecret); err != nil {
 		t.Fatalf("replica 2 on replica 1's secret: %v", err)
 	}
-	if _, err := st.UpdateRunnerStatus(ctx, a.RunnerID, nil, orchestrator.RunnerStale, time.Time{}); err != nil {
+	if _, err := st.UpdateRunnerStatus(ctx, a.RunnerID, nil, orchestrator.RunnerOffline, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	b := register(t, c1, "host-a")

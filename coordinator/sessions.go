@@ -171,6 +171,8 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		return nil, nil, err
 	}
 	submit(run, &p, due, b)
+	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
+	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	return s, run, nil

@@ -171,7 +171,6 @@ func lastStopRequest(ctx context.Context, tx store.Store, sessionID string) *tre
 	return &st
 }
 
-
 // isTreeStop reports whether a callback tells of a child stopped because its tree was: such a callback
 // is not delivered by resuming its parent, which was stopped (or is being stopped) itself.
 func isTreeStop(cb *orchestrator.Callback) bool {

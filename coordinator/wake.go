@@ -34,6 +34,8 @@ type effects struct {
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
 	callbacksRecorded, callbacksDelivered int
+	retries                               []retryCount // retries scheduled
+	due                                   []time.Time  // when the retries scheduled are due
 }
 
 // runEnd is a run that ended, for its log line and its metrics.
@@ -80,6 +82,9 @@ func (c *Coordinator) apply(fx *effects) {
 	}
 	for _, e := range fx.runsEnded {
 		c.logRunEnded(e)
+	}
+	for _, at := range fx.due {
+		c.armDue(at, true)
 	}
 	c.count(fx)
 }

@@ -721,7 +721,7 @@ func (c *Client) AppendEvents(ctx context.Context, sessionID string, events []or
 // acts as the registered runner (see "Runners" under [Client]). It is retried like a safe request: a
 // registration that presents the runner's secret may be repeated. A first registration (no secret yet)
 // whose answer was lost is, when repeated, refused as runner_identity_in_use until the record it created
-// goes stale; runner.Runner waits that out.
+// goes offline; runner.Runner waits that out.
 func (c *Client) RegisterRunner(ctx context.Context, r *orchestrator.RunnerRegistration) (*orchestrator.Registration, error) {
 	var out orchestrator.Registration
 	if _, err := c.do(ctx, call{method: "POST", path: "/runner/register", body: r, register: true}, &out); err != nil {

@@ -75,9 +75,10 @@
 // [Client] does this by itself). The coordinator keeps only the secret's hash; the credential stops
 // working when the runner goes offline or is removed (DELETE /runners/{id}), and the runner registers
 // again. A runner registering again presents its secret (runner_secret in the registration): registering
-// under the id of a runner that is online without it is 409 runner_identity_in_use and changes nothing —
-// the id follows from hostname, project directory and profile, which anyone can name. An unknown, stale
-// or offline runner's id may be taken without it.
+// under the id of a runner that is not offline (online or stale) without it is 409 runner_identity_in_use
+// and changes nothing — the id follows from hostname, project directory and profile, which anyone can name.
+// An unknown or offline runner's id may be taken without it; an admin may remove a runner whose process is
+// gone (DELETE /runners/{id}) so that its successor registers at once.
 //
 // A runner's credential acts for that runner only. On the /runner/* routes the runner is the credential's:
 // runner_id may be left out, and one that names another runner is 403 runner_mismatch (in the batch, for

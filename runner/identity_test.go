@@ -14,8 +14,9 @@ import (
 	"github.com/agentorchestrator/orchestrator/runner"
 )
 
-// TestRunnerWaitsForItsIdentity: a Runner whose identity a live process holds keeps trying, with one
-// warning however many attempts, and registers once the other one is stale.
+// TestRunnerWaitsForItsIdentity: a Runner whose identity another process holds keeps trying, with one
+// warning however many attempts, while that one is online and while it is stale, and registers once the
+// other one is offline.
 func TestRunnerWaitsForItsIdentity(t *testing.T) {
 	t.Parallel()
 	// In a synctest bubble the runner's backoff between attempts takes no time.
@@ -54,12 +55,23 @@ func TestRunnerWaitsForItsIdentity(t *testing.T) {
 		if _, err := st.UpdateRunnerStatus(context.Background(), prev.RunnerID, nil, orchestrator.RunnerStale, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
+		// Stale is not offline: the identity is still the other one's. Two more attempts, at least one of
+		// them begun after the change, are refused.
+		logs.waitFor(t, "runner identity still in use", strings.Count(logs.String(), "runner identity still in use")+2, 30*time.Second)
+		select {
+		case <-r.Registered():
+			t.Fatal("the runner registered over a stale runner")
+		default:
+		}
+		if _, err := st.UpdateRunnerStatus(context.Background(), prev.RunnerID, nil, orchestrator.RunnerOffline, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case <-r.Registered():
 		case <-time.After(30 * time.Second):
-			t.Fatalf("the runner did not register once the previous incarnation was stale; logs:\n%s", logs.String())
+			t.Fatalf("the runner did not register once the previous incarnation was offline; logs:\n%s", logs.String())
 		}
-		if n := strings.Count(logs.String(), "another live runner holds this runner's identity"); n != 1 {
+		if n := strings.Count(logs.String(), "another runner that is not offline holds this runner's identity"); n != 1 {
 			t.Errorf("%d warnings about the identity in use, want 1; logs:\n%s", n, logs.String())
 		}
 		if r.ID() != prev.RunnerID {

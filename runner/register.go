@@ -12,9 +12,9 @@ import (
 
 // register registers until it succeeds, the context ends, or the coordinator rejects the registration as
 // invalid (a configuration error, returned). It presents the secret of its previous registration, if any.
-// While another live process holds this runner's identity (runner_identity_in_use) it keeps trying, with
-// one warning: the other one may be this runner's own previous process, which the coordinator lets go once
-// it is stale.
+// While another process that is not offline holds this runner's identity (runner_identity_in_use) it keeps
+// trying, with one warning: the other one may be this runner's own previous process, which the coordinator
+// lets go once it is offline, or at once when an admin removes it.
 func (r *Runner) register(ctx context.Context) (*orchestrator.Registration, error) {
 	retry := backoff.New(200*time.Millisecond, 10*time.Second)
 	warned := false
@@ -50,7 +50,7 @@ func (r *Runner) register(ctx context.Context) (*orchestrator.Registration, erro
 		}
 		switch {
 		case orchestrator.ErrorCode(err) == "runner_identity_in_use" && !warned:
-			r.log.Warn("another live runner holds this runner's identity; retrying until it is stale or removed", "err", err)
+			r.log.Warn("another runner that is not offline holds this runner's identity; retrying until it is offline or an admin removes it", "err", err)
 			warned = true
 		case orchestrator.ErrorCode(err) == "runner_identity_in_use":
 			r.log.Debug("runner identity still in use; retrying", "err", err)

@@ -70,6 +70,10 @@ type RunBrief struct {
 	Limited     bool
 	TraceParent string
 	CreatedAt   time.Time
+	// Attempt and MaxAttempts are the run's attempt and how many its session's retry policy allows: a
+	// failed run whose Attempt is below MaxAttempts may be retried.
+	Attempt     int
+	MaxAttempts int
 }
 
 // NewRunBrief returns r's brief: what a store that implements [BriefUpdater] returns after changing r.
@@ -78,6 +82,7 @@ func NewRunBrief(r *orchestrator.Run) *RunBrief {
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
 		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "", TraceParent: r.TraceParent, CreatedAt: r.CreatedAt,
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 	}
 }
 

@@ -52,6 +52,11 @@ type SessionUpdate struct {
 	// ErrorCode sets the session's machine-readable failure code ([orchestrator.Session.ErrorCode]); an
 	// empty string clears it.
 	ErrorCode *string
+	// Attempt sets the session's current attempt ([orchestrator.Session.Attempt]).
+	Attempt *int
+	// NextAttemptAt sets when the session's next attempt is due; ClearNextAttemptAt removes it.
+	NextAttemptAt      *time.Time
+	ClearNextAttemptAt bool
 	// EndedAt sets the end time; ClearEndedAt removes it (a resumed session).
 	EndedAt      *time.Time
 	ClearEndedAt bool

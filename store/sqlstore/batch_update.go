@@ -50,7 +50,7 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []store.RunsUpdate) ([]*
 	single, err := s.updateGrouped(ctx, reflect.TypeFor[runRow](), qs, ids, runBriefColumns, func(rows *sql.Rows) error {
 		var b store.RunBrief
 		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
-			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt); err != nil {
+			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts); err != nil {
 			return err
 		}
 		b.CreatedAt = b.CreatedAt.UTC()

@@ -154,6 +154,10 @@ type sessionRow struct {
 	ErrorCode         string          `bun:"error_code"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RetryPolicy       json.RawMessage `bun:"retry_policy"`
+	Attempt           int64           `bun:"attempt"`
+	MaxAttempts       int64           `bun:"max_attempts"`
+	NextAttemptAt     *time.Time      `bun:"next_attempt_at"`
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
@@ -172,6 +176,12 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 	result, err := marshalResult(s.Result)
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", s.ID, err)
+	}
+	var policy json.RawMessage
+	if s.Retry != nil {
+		if policy, err = json.Marshal(s.Retry); err != nil {
+			return nil, fmt.Errorf("session %q: retry policy: %w", s.ID, err)
+		}
 	}
 	row := &sessionRow{
 		ID:                s.ID,
@@ -193,6 +203,10 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		ErrorCode:         s.ErrorCode,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RetryPolicy:       policy,
+		Attempt:           int64(s.Attempt),
+		MaxAttempts:       int64(s.MaxAttempts),
+		NextAttemptAt:     utcPtr(s.NextAttemptAt),
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
@@ -220,6 +234,9 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ErrorCode:         row.ErrorCode,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		Attempt:           int(row.Attempt),
+		MaxAttempts:       int(row.MaxAttempts),
+		NextAttemptAt:     utcPtr(row.NextAttemptAt),
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
@@ -235,6 +252,12 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 	}
 	s.Result = r
 	row.sessionTreeColumns.fill(s)
+	if len(row.RetryPolicy) > 0 && string(row.RetryPolicy) != "null" {
+		s.Retry = new(orchestrator.RetryPolicy)
+		if err := json.Unmarshal(row.RetryPolicy, s.Retry); err != nil {
+			return nil, fmt.Errorf("session %q: retry policy: %w", row.ID, err)
+		}
+	}
 	return s, nil
 }
 
@@ -278,6 +301,9 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Retries (migration 50).
+	Attempt     int64 `bun:"attempt"`
+	MaxAttempts int64 `bun:"max_attempts"`
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -344,6 +370,8 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		ConcurrencyKey:        r.ConcurrencyKey,
 		AgentLimit:            int64(max(r.AgentLimit, 0)),
 		KeyLimit:              int64(keyLimit(r)),
+		Attempt:               int64(r.Attempt),
+		MaxAttempts:           int64(r.MaxAttempts),
 	}, tagRows, nil
 }
 
@@ -394,6 +422,8 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		ConcurrencyKey:  row.ConcurrencyKey,
 		AgentLimit:      int(row.AgentLimit),
 		KeyLimit:        int(row.KeyLimit),
+		Attempt:         int(row.Attempt),
+		MaxAttempts:     int(row.MaxAttempts),
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0

@@ -145,7 +145,7 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 	q := runUpdate(id, from, runnerID, u)
 	var b store.RunBrief
 	err := q.runInto(ctx, s, runBriefColumns,
-		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt)
+		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts)
 	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 
 // runBriefColumns are the columns of a [store.RunBrief], in the order of its fields.
 var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url",
-	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at"}
+	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at", "attempt", "max_attempts"}
 
 // runUpdate is the guarded update of UpdateRun.
 func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) guardedUpdate {

@@ -212,6 +212,15 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	if u.ErrorCode != nil {
 		q.set("error_code", *u.ErrorCode)
 	}
+	if u.Attempt != nil {
+		q.set("attempt", int64(*u.Attempt))
+	}
+	switch {
+	case u.NextAttemptAt != nil:
+		q.set("next_attempt_at", formatTime(*u.NextAttemptAt))
+	case u.ClearNextAttemptAt:
+		q.setNull("next_attempt_at")
+	}
 	switch {
 	case u.EndedAt != nil:
 		q.set("ended_at", formatTime(*u.EndedAt))

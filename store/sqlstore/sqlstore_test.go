@@ -156,6 +156,30 @@ func TestReopen(t *testing.T) {
 	}
 }
 
+// A retry written before a crash is handed out once, at its time, by the store opened again.
+func TestRetryAcrossReopen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"SQLite", func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "o.db") }},
+		{"Postgres", postgresSchema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := tc.dsn(t)
+			storetest.RetryAcrossReopen(t, func(t *testing.T) store.Store {
+				s, err := sqlstore.New(t.Context(), dsn, nil)
+				if err != nil {
+					t.Fatalf("sqlstore.New: %v", err)
+				}
+				return s
+			})
+		})
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	t.Parallel()
 	for _, dsn := range []string{
