@@ -112,6 +112,11 @@ type Config struct {
 	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
 
+	// Prices estimates the cost of usage reported without one (a Claude Code run's per-message usage
+	// events; see docs/usage.md). Its entries replace the defaults of the same model; the other models
+	// keep theirs. Default: [DefaultPrices].
+	Prices Prices
+
 	// Metrics receives the coordinator's measurements (prommetrics.New fits). Default: none.
 	Metrics Metrics
 	// TracerProvider records the spans of runs: creation, claim, report and callback delivery, in the
@@ -167,7 +172,9 @@ type Coordinator struct {
 	secrets *ttlcache.Cache[[sha256.Size]byte]
 	// metrics is Config.Metrics; nil measures nothing.
 	metrics Metrics
-	tracer  trace.Tracer
+	// prices is Config.Prices over DefaultPrices.
+	prices Prices
+	tracer trace.Tracer
 	// warmWrites: the store reads for less inside a write transaction (see warmWriter).
 	warmWrites bool
 	// due wakes parked polls when a delayed run becomes due.
@@ -257,6 +264,7 @@ func New(cfg Config) (*Coordinator, error) {
 		webhookSlots: make(chan struct{}, cfg.WebhookConcurrency),
 		egress:       egressPolicy,
 		metrics:      cfg.Metrics,
+		prices:       cfg.Prices.withDefaults(),
 		tracer:       traces.Tracer(cfg.TracerProvider, tracerName),
 	}
 	if cfg.AgentCacheTTL > 0 {

@@ -55,6 +55,7 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 	now := c.now()
 	out := make([]*orchestrator.Event, len(events))
 	var executorSessionID string
+	var usage []orchestrator.Usage // the usage events' deltas, for the metrics
 	for i := range events {
 		e := events[i]
 		if !eventTypePattern.MatchString(e.Type) {
@@ -93,14 +94,24 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 			}
 			executorSessionID = d.ID
 		}
+		if e.Type == orchestrator.EventUsage {
+			priced, u, err := c.usageEvent(i, data)
+			if err != nil {
+				return nil, err
+			}
+			data = priced
+			usage = append(usage, u)
+		}
 		out[i] = &orchestrator.Event{SessionID: sessionID, Type: e.Type, Time: now, Data: data}
 	}
 	started := false
+	agent := ""
 	err := c.inTx(ctx, opAppendEvents, func(ctx context.Context, tx store.Store) error {
-		first, err := startedByEvents(ctx, tx, sessionID, now)
+		first, s, err := startedByEvents(ctx, tx, sessionID, now)
 		if err != nil {
 			return err
 		}
+		agent = s.AgentName
 		started = first != nil
 		if executorSessionID != "" {
 			if _, err := tx.UpdateSession(ctx, sessionID, nil, store.SessionUpdate{ExecutorSessionID: &executorSessionID, UpdatedAt: now}); err != nil {
@@ -122,6 +133,13 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 	if started {
 		c.wake(sessionKey(sessionID))
 	}
+	if len(usage) > 0 {
+		counts := make([]usageCount, len(usage))
+		for i, u := range usage {
+			counts[i] = usageCount{agent: agent, u: u}
+		}
+		c.countUsage(counts)
+	}
 	return out, nil
 }
 
@@ -129,17 +147,21 @@ func (c *Coordinator) AppendEvents(ctx context.Context, sessionID string, events
 // started report — an executor that posts through the runner's gateway races that report — and returns
 // the run_started event to append before them (nil when the run is not claimed), so that run_started is
 // always a run's first event. The started report that follows finds the run running and changes nothing.
-func startedByEvents(ctx context.Context, tx store.Store, sessionID string, now time.Time) (*orchestrator.Event, error) {
+// It returns the session as it read it, too.
+func startedByEvents(ctx context.Context, tx store.Store, sessionID string, now time.Time) (*orchestrator.Event, *orchestrator.Session, error) {
 	s, err := tx.GetSession(ctx, sessionID)
-	if err != nil || s.Status != orchestrator.SessionPending || s.CurrentRunID == "" {
-		return nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.Status != orchestrator.SessionPending || s.CurrentRunID == "" {
+		return nil, s, nil
 	}
 	run, err := markStarted(ctx, tx, s.CurrentRunID, "", now)
 	if errors.Is(err, orchestrator.ErrConflict) {
-		return nil, nil // not claimed yet (events before any runner took it), or started meanwhile
+		return nil, s, nil // not claimed yet (events before any runner took it), or started meanwhile
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return runStartedEvent(run, now), nil
+	return runStartedEvent(run, now), s, nil
 }

@@ -178,6 +178,7 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	var events []*orchestrator.Event
 	fromEvent := false
 	res := e.res
+	reported := e.res // the result the runner reported (nil: none), whose usage the run keeps
 	if res == nil {
 		var err error
 		res, fromEvent, err = c.deriveResult(e.ctx, tx, run)
@@ -221,6 +222,11 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	if run.Attempt > 1 {
 		e.session.ClearNextAttemptAt = true // the retry it waited for has come and gone
 	}
+	addUsage, err := c.finalUsage(e.ctx, tx, run, reported)
+	if err != nil {
+		return err
+	}
+	e.session.AddUsage = addUsage
 	if run.RunnerID != "" {
 		e.session.RunnerID = &run.RunnerID // a run that never reported started has not set it yet
 	}
@@ -236,6 +242,9 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *e
 		return err
 	}
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
+	if u := e.session.AddUsage; u != nil {
+		fx.usage = append(fx.usage, usageCount{agent: run.AgentName, u: *u})
+	}
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
 	}

@@ -9,8 +9,8 @@ import (
 
 // RegisterFlags registers the settings a coordinator's operator tunes as flags on fs, with the defaults
 // [New] would apply: -heartbeat-interval, -stale-after, -offline-after, -no-match-timeout,
-// -redeliver-after, -retention, -webhook-timeout, -webhook-secret, -webhook-allow-hosts, -max-tree-depth
-// and -max-tree-sessions. A service that
+// -redeliver-after, -retention, -webhook-timeout, -webhook-secret, -webhook-allow-hosts, -prices,
+// -max-tree-depth and -max-tree-sessions. A service that
 // embeds the coordinator calls it before fs.Parse; the fields it does not register (Store, Logger,
 // Notifier, Now, …) are the service's to set. -webhook-secret keeps the value WebhookSecret has when it is
 // not given, so a default read from the environment can be set before or after this call.
@@ -28,6 +28,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Func("webhook-secret", "secret signing callback_url deliveries (whsec_ + base64, or any text)", func(s string) error {
 		c.WebhookSecret = []byte(s)
 		return nil
+	})
+	fs.Func("prices", "JSON file of model prices in USD per million tokens, {\"model\": {\"input\", \"output\", \"cache_read\", \"cache_write\"}}, over the defaults", func(path string) error {
+		p, err := LoadPrices(path)
+		c.Prices = p
+		return err
 	})
 	fs.Func("webhook-allow-hosts", "non-public hosts or CIDR prefixes callback_url deliveries may reach, comma-separated (e.g. 127.0.0.1)", func(s string) error {
 		c.WebhookAllowHosts = tags.Split(s)

@@ -34,6 +34,7 @@ type effects struct {
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
 	callbacksRecorded, callbacksDelivered int
+	usage                                 []usageCount // usage deltas added to sessions' totals
 	retries                               []retryCount // retries scheduled
 	due                                   []time.Time  // when the retries scheduled are due
 }
@@ -87,6 +88,7 @@ func (c *Coordinator) apply(fx *effects) {
 		c.armDue(at, true)
 	}
 	c.count(fx)
+	c.countUsage(fx.usage)
 }
 
 // deliverRemote wakes the waiters of a key another replica published. The empty key means that

@@ -19,6 +19,8 @@
 //	orchestrator_callbacks_total{outcome}                  counter    parent callbacks: recorded, delivered
 //	orchestrator_store_tx_seconds{op}                      histogram  store transactions by operation
 //	orchestrator_runner_slots_busy                         gauge      a runner's slots executing a run (once it reported)
+//	orchestrator_tokens_total{agent,model,kind}            counter    tokens counted into sessions' usage: input, output, cache_read, cache_creation
+//	orchestrator_cost_usd_total{agent,model}               counter    their cost in US dollars (reported, else estimated)
 //
 // The registry also holds the Go runtime's and the process's collectors (go_*, process_*).
 package prommetrics
@@ -50,6 +52,7 @@ type Metrics struct {
 	callbacks   *prometheus.CounterVec
 	storeTx     *prometheus.HistogramVec
 	slotsBusy   prometheus.Gauge
+	usage       usageCounters
 	// slotsOnce registers slotsBusy at a runner's first report, so a coordinator's scrape does not show
 	// a runner gauge.
 	slotsOnce sync.Once
@@ -98,6 +101,7 @@ func New() *Metrics {
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.storeTx)
+	m.usage = newUsageCounters(m.reg)
 	return m
 }
 

@@ -66,6 +66,10 @@ type SessionUpdate struct {
 	// LastEventSeq counts them), and only when the guard lets the update through. A run's end changes the
 	// session and records its result and run_ended events: one statement fewer than doing both apart.
 	AppendEvents []*orchestrator.Event
+	// AddUsage is added to the session's usage totals ([orchestrator.Session.Usage]) by the same update,
+	// as an increment of the stored figures (never a read, then a write), so concurrent additions are all
+	// counted. Usage events among AppendEvents are added too, as [Store.AppendEvents] adds them.
+	AddUsage *orchestrator.Usage
 }
 
 // RunUpdate lists the run fields to change; nil fields are left alone.

@@ -105,7 +105,9 @@ type Store interface {
 	TakeStopRequests(ctx context.Context, runnerID string, now, resendBefore time.Time) ([]*orchestrator.Run, error)
 
 	// AppendEvents appends events to a session, assigning each the next sequence number (written back into
-	// the events) and raising the session's LastEventSeq. An unknown session is ErrNotFound.
+	// the events) and raising the session's LastEventSeq. Usage events ([orchestrator.EventUsage]) add
+	// their deltas (see [UsageOfEvents]) to the session's usage totals in the same atomic write, so no
+	// concurrent append loses an update. An unknown session is ErrNotFound.
 	AppendEvents(ctx context.Context, sessionID string, events []*orchestrator.Event) error
 	// ListEvents returns up to limit events with Seq > afterSeq, in Seq order.
 	ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]*orchestrator.Event, error)

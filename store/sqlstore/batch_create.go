@@ -164,6 +164,8 @@ func pgArrayType(t reflect.Type) (string, error) {
 		return "boolean", nil
 	case reflect.TypeFor[int64]():
 		return "bigint", nil
+	case reflect.TypeFor[float64]():
+		return "double precision", nil
 	case reflect.TypeFor[time.Time]():
 		return "timestamptz", nil
 	case reflect.TypeFor[json.RawMessage]():

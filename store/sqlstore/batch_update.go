@@ -320,6 +320,8 @@ func pgArray(vals []any) (string, error) {
 			b.WriteByte('"')
 		case int64:
 			b.WriteString(strconv.FormatInt(v, 10))
+		case float64:
+			b.WriteString(strconv.FormatFloat(v, 'g', -1, 64)) // shortest form that reads back exactly
 		case bool:
 			b.WriteString(strconv.FormatBool(v))
 		default:

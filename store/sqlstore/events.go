@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/store"
 )
 
 // AppendEvents appends the events to the session in one transaction: it raises the session's
@@ -16,9 +19,20 @@ import (
 // session: on PostgreSQL the row lock is held to commit, on SQLite the write lock), numbers the events
 // from the old value, and inserts them. It writes SessionID, Seq and (when zero) Time back into events.
 func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []*orchestrator.Event) error {
+	usage, counted, err := store.UsageOfEvents(events)
+	if err != nil {
+		return fmt.Errorf("%w: %v", orchestrator.ErrInvalid, err)
+	}
 	return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 		var last int64
-		err := tx.queryRow(ctx, appendSeqSQL, []any{int64(len(events)), sessionID}, &last)
+		var err error
+		if counted {
+			// The same one statement, raising the usage totals beside the sequence number: a usage event
+			// costs no more writes than any other.
+			err = tx.queryRow(ctx, appendUsageSQL, append([]any{int64(len(events))}, usageArgs(usage, sessionID)...), &last)
+		} else {
+			err = tx.queryRow(ctx, appendSeqSQL, []any{int64(len(events)), sessionID}, &last)
+		}
 		if err != nil {
 			return wrap(err, "session", sessionID)
 		}
@@ -69,6 +83,26 @@ func eventRowOf(sessionID string, seq int64, e *orchestrator.Event) *eventRow {
 // appendSeqSQL hands out a batch of sequence numbers. The UPDATE is atomic and, on PostgreSQL, holds the
 // session's row lock until the transaction ends, so concurrent batches cannot interleave.
 const appendSeqSQL = "UPDATE sessions SET last_event_seq = last_event_seq + ? WHERE id = ? RETURNING last_event_seq"
+
+// appendUsageSQL is appendSeqSQL that also adds usage events' deltas to the session's totals. Each total is
+// raised in place (x = x + ?), never read and written back, so concurrent appenders cannot lose an update.
+var appendUsageSQL = "UPDATE sessions SET last_event_seq = last_event_seq + ?, " + strings.Join(usageSets, ", ") +
+	" WHERE id = ? RETURNING last_event_seq"
+
+// usageSets raise the usage totals by the five arguments usageArgs lists, one column each (a grouped
+// update types each clause's argument by the column it names first).
+var usageSets = []string{
+	"usage_input_tokens = usage_input_tokens + ?",
+	"usage_output_tokens = usage_output_tokens + ?",
+	"usage_cache_read_input_tokens = usage_cache_read_input_tokens + ?",
+	"usage_cache_creation_input_tokens = usage_cache_creation_input_tokens + ?",
+	"usage_cost_usd = usage_cost_usd + ?",
+}
+
+// usageArgs are the arguments of usageSets for u, followed by more.
+func usageArgs(u orchestrator.Usage, more ...any) []any {
+	return append([]any{u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.CostUSD}, more...)
+}
 
 // ListEvents returns up to limit events (all, when limit ≤ 0) with Seq > afterSeq, in Seq order.
 func (s *Store) ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]*orchestrator.Event, error) {

@@ -162,6 +162,12 @@ type sessionRow struct {
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
 	sessionTreeColumns
+	// The running usage totals, raised by usage events (see usageSets).
+	UsageInputTokens              int64   `bun:"usage_input_tokens"`
+	UsageOutputTokens             int64   `bun:"usage_output_tokens"`
+	UsageCacheReadInputTokens     int64   `bun:"usage_cache_read_input_tokens"`
+	UsageCacheCreationInputTokens int64   `bun:"usage_cache_creation_input_tokens"`
+	UsageCostUSD                  float64 `bun:"usage_cost_usd"`
 }
 
 func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
@@ -210,6 +216,12 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		CreatedAt:         utc(s.CreatedAt),
 		UpdatedAt:         utc(s.UpdatedAt),
 		EndedAt:           utcPtr(s.EndedAt),
+
+		UsageInputTokens:              s.Usage.InputTokens,
+		UsageOutputTokens:             s.Usage.OutputTokens,
+		UsageCacheReadInputTokens:     s.Usage.CacheReadInputTokens,
+		UsageCacheCreationInputTokens: s.Usage.CacheCreationInputTokens,
+		UsageCostUSD:                  s.Usage.CostUSD,
 	}
 	row.sessionTreeColumns = treeColumnsOf(s)
 	return row, nil
@@ -240,6 +252,9 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		CreatedAt:         utc(row.CreatedAt),
 		UpdatedAt:         utc(row.UpdatedAt),
 		EndedAt:           utcPtr(row.EndedAt),
+		Usage: orchestrator.Usage{InputTokens: row.UsageInputTokens, OutputTokens: row.UsageOutputTokens,
+			CacheReadInputTokens: row.UsageCacheReadInputTokens, CacheCreationInputTokens: row.UsageCacheCreationInputTokens,
+			CostUSD: row.UsageCostUSD},
 	}
 	if len(row.Demands) > 0 {
 		if err := json.Unmarshal(row.Demands, &s.Demands); err != nil {

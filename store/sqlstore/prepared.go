@@ -325,7 +325,7 @@ func (s *Store) insertQuery(typ reflect.Type, n int) string {
 // driverValue converts a row field to the parameter that stores what bun would have written.
 func driverValue(v any) (any, error) {
 	switch v := v.(type) {
-	case string, bool, int64:
+	case string, bool, int64, float64:
 		return v, nil
 	case time.Time:
 		return formatTime(v), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -235,6 +236,18 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	if n := len(u.AppendEvents); n > 0 {
 		q.sets = append(q.sets, "last_event_seq = last_event_seq + ?")
 		q.args = append(q.args, int64(n))
+	}
+	usage, counted, err := store.UsageOfEvents(u.AppendEvents)
+	if err != nil {
+		return q, fmt.Errorf("%w: %v", orchestrator.ErrInvalid, err)
+	}
+	if u.AddUsage != nil {
+		usage.Add(*u.AddUsage)
+		counted = true
+	}
+	if counted {
+		q.sets = append(q.sets, usageSets...)
+		q.args = append(q.args, usageArgs(usage)...)
 	}
 	q.whereEq("id", id)
 	statuses := make([]string, len(from))

@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
 		{"Tree", testTree},
+		{"Usage", testUsage},
 		{"Retries", testRetries},
 	}
 	for _, s := range suites {
