@@ -67,6 +67,11 @@ type ScheduleParams struct {
 // ScheduleFilter selects schedules, oldest first.
 type ScheduleFilter struct {
 	AgentName string
+	// TreeOf, when set, selects only the schedule that started the tree of runs session TreeOf belongs
+	// to — the schedule its root session's metadata names — if the other fields select it too: at most
+	// one schedule. A session started by no schedule (or one that does not exist) selects none. It is
+	// what a run's agent may see of the schedules through its runner's gateway (GET /schedules?tree_of=).
+	TreeOf string
 	// DueBy selects the schedules that are not paused and whose NextFireAt is not after it, or that
 	// have a queued tick, soonest first (the firing loop's probe).
 	DueBy time.Time

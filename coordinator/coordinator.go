@@ -108,6 +108,10 @@ type Config struct {
 	// started in it). A start beyond is refused with tree_limit_exceeded. A root may ask for less.
 	// Default 10,000.
 	MaxTreeSessions int
+	// MaxSchedules caps how many schedules may exist at once, paused ones included: creating one more is
+	// 409 too_many_schedules. Every schedule may start a run each second, so the cap bounds the load that
+	// clients can set up to recur. Default 1000; negative: no cap.
+	MaxSchedules int
 
 	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
@@ -225,6 +229,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.MaxTreeSessions <= 0 {
 		cfg.MaxTreeSessions = defaultMaxTreeSessions
+	}
+	if cfg.MaxSchedules == 0 {
+		cfg.MaxSchedules = DefaultMaxSchedules
 	}
 	egressPolicy, err := egress.NewPolicy(cfg.WebhookAllowHosts)
 	if err != nil {

@@ -46,6 +46,7 @@ const (
 	opRunner        = "runner"
 	opAgents        = "agents"
 	opDeleteSession = "delete_session"
+	opSchedule      = "schedule"
 )
 
 // inTx is c.store.InTx, timed as op when metrics are on.

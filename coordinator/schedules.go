@@ -45,6 +45,35 @@ const maxScheduleWrites = 8
 // scheduleBatch is how many due schedules one pass of the firing loop reads.
 const scheduleBatch = 100
 
+// DefaultMaxSchedules is Config.MaxSchedules's default.
+const DefaultMaxSchedules = 1000
+
+// minEvery is the shortest interval an "@every" schedule may have. robfig/cron rounds a shorter one up
+// to a second and a fraction down to whole seconds, so "@every 1ns" would fire every second and
+// "@every 1500ms" every second too: both are refused rather than silently changed.
+const minEvery = time.Second
+
+// maxTreeDepth bounds the walk from a session up to its tree's root (ScheduleFilter.TreeOf).
+const maxTreeDepth = 256
+
+// checkEvery refuses an "@every" descriptor whose interval is not a whole number of seconds, at least
+// minEvery: zero, negative and sub-second intervals are 400 invalid_cron.
+func checkEvery(expr string) error {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "@every")
+	if !ok {
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(rest))
+	if err != nil {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_cron", "cron %q: @every takes a duration such as 30s or 5m: %v", expr, err)
+	}
+	if d < minEvery || d%time.Second != 0 {
+		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_cron",
+			"cron %q: @every takes a positive whole number of seconds, at least %s", expr, minEvery)
+	}
+	return nil
+}
+
 // parseCron parses expr, read in the zone tz (UTC when empty), and checks that it ever fires.
 func parseCron(expr, tz string, now time.Time) (cron.Schedule, error) {
 	if len(expr) > maxCronLen || strings.TrimSpace(expr) == "" {
@@ -52,6 +81,9 @@ func parseCron(expr, tz string, now time.Time) (cron.Schedule, error) {
 	}
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_cron", "cron: name the zone in the timezone field, not with a TZ= prefix")
+	}
+	if err := checkEvery(expr); err != nil {
+		return nil, err
 	}
 	loc, err := loadZone(tz)
 	if err != nil {
@@ -125,7 +157,10 @@ func (c *Coordinator) checkScheduleParameters(ctx context.Context, agentName str
 
 // CreateSchedule implements [orchestrator.Scheduler]: it checks the agent (it must exist), the parameters
 // (against the agent's schema), the cron expression, the timezone and the overlap policy, and stores a
-// schedule whose first tick is the next one after now.
+// schedule whose first tick is the next one after now. Past Config.MaxSchedules schedules it is 409
+// too_many_schedules. The count and the insert share a transaction; on PostgreSQL, schedules created at
+// the same moment through several replicas may each see room for themselves, so the cap may be passed by
+// at most one per concurrent creation.
 func (c *Coordinator) CreateSchedule(ctx context.Context, p orchestrator.ScheduleParams) (*orchestrator.Schedule, error) {
 	if p.AgentName == "" {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
@@ -159,7 +194,21 @@ func (c *Coordinator) CreateSchedule(ctx context.Context, p orchestrator.Schedul
 		CreatedAt:  now,
 		UpdatedAt:  now,
 	}
-	if err := c.store.CreateSchedule(ctx, s); err != nil {
+	err = c.inTx(ctx, opSchedule, func(ctx context.Context, tx store.Store) error {
+		if c.cfg.MaxSchedules > 0 {
+			n, err := tx.CountSchedules(ctx)
+			if err != nil {
+				return err
+			}
+			if n >= c.cfg.MaxSchedules {
+				return orchestrator.Errorf(orchestrator.ErrConflict, "too_many_schedules",
+					"there are %d schedules, the most this coordinator keeps (MaxSchedules, -max-schedules): delete one first", n).
+					With("limit", c.cfg.MaxSchedules)
+			}
+		}
+		return tx.CreateSchedule(ctx, s)
+	})
+	if err != nil {
 		return nil, err
 	}
 	c.wake(schedulesKey)
@@ -173,11 +222,62 @@ func (c *Coordinator) GetSchedule(ctx context.Context, id string) (*orchestrator
 
 // ListSchedules implements [orchestrator.Scheduler].
 func (c *Coordinator) ListSchedules(ctx context.Context, f orchestrator.ScheduleFilter) ([]*orchestrator.Schedule, error) {
+	if f.TreeOf != "" {
+		return c.treeSchedules(ctx, f)
+	}
 	list, err := c.store.ListSchedules(ctx, f)
 	if errors.Is(err, orchestrator.ErrNotFound) {
 		return nil, notFound("schedule", f.AfterID)
 	}
 	return list, err
+}
+
+// treeScheduleID returns the id of the schedule that started the tree session id belongs to: the one its
+// root session's metadata names ({"schedule_id": …}, as a firing sets it), or "" when no schedule did.
+// Only the root counts: a child's metadata is whatever its starter (an agent, perhaps) gave it.
+func (c *Coordinator) treeScheduleID(ctx context.Context, id string) (string, error) {
+	cur := id
+	for range maxTreeDepth {
+		sess, err := c.store.GetSession(ctx, cur)
+		if errors.Is(err, orchestrator.ErrNotFound) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if sess.ParentSessionID == "" {
+			var md struct {
+				ScheduleID string `json:"schedule_id"`
+			}
+			if len(sess.Metadata) == 0 || json.Unmarshal(sess.Metadata, &md) != nil {
+				return "", nil
+			}
+			return md.ScheduleID, nil
+		}
+		cur = sess.ParentSessionID
+	}
+	return "", nil // deeper than any tree a coordinator makes: treat it as started by no schedule
+}
+
+// treeSchedules lists the one schedule f.TreeOf's tree was started by, if the rest of f selects it.
+func (c *Coordinator) treeSchedules(ctx context.Context, f orchestrator.ScheduleFilter) ([]*orchestrator.Schedule, error) {
+	id, err := c.treeScheduleID(ctx, f.TreeOf)
+	if err != nil || id == "" {
+		return nil, err
+	}
+	s, err := c.store.GetSchedule(ctx, id)
+	if errors.Is(err, orchestrator.ErrNotFound) {
+		return nil, nil // deleted since it fired
+	}
+	if err != nil {
+		return nil, err
+	}
+	// One schedule at most makes one page: any cursor is past it.
+	if (f.AgentName != "" && s.AgentName != f.AgentName) || f.AfterID != "" || (f.Active && s.Paused) ||
+		(!f.DueBy.IsZero() && s.NextFireAt.After(f.DueBy) && !s.Queued) {
+		return nil, nil
+	}
+	return []*orchestrator.Schedule{s}, nil
 }
 
 // UpdateSchedule implements [orchestrator.Scheduler]. A new cron expression or timezone, and a resume,

@@ -13,7 +13,8 @@
 //     or resume one of its children; callback_url is not available;
 //   - stop a child: POST /sessions/{child}/stop;
 //   - read agents: GET /agents, /agents/{name}, /agents/{name}/schema;
-//   - read schedules: GET /schedules, /schedules/{id};
+//   - read the schedule that started the run's tree, if one did: GET /schedules, /schedules/{id} (any
+//     other schedule is 403 schedule_out_of_scope, whether it exists or not);
 //   - use the same through MCP at /mcp, when [Config].MCP is set (the Claude Code executor's default).
 //
 // A session or run the token does not reach is 403 session_out_of_scope or run_out_of_scope whether it

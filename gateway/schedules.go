@@ -6,7 +6,11 @@ import (
 	"github.com/agentorchestrator/orchestrator"
 )
 
-// Schedules are read-only through the gateway: an agent may see what recurs, not change it.
+// Schedules are read-only through the gateway, and an agent sees only the schedule that started its own
+// tree of runs (the one its tree's root session names): the others are the clients', parameters
+// included, and none of the agent's business. Listing selects that schedule, if any (TreeOf, forced to the
+// run's session, which the coordinator scopes a second time for the runner's credential); reading another
+// schedule's id is 403 schedule_out_of_scope, the same answer as for an id that does not exist.
 
 var _ orchestrator.Scheduler = (*scoped)(nil)
 
@@ -22,12 +26,27 @@ func (s *scoped) scheduler(ctx context.Context) (orchestrator.Scheduler, error) 
 	return sc, nil
 }
 
+func scheduleOutOfScope(id string) error {
+	return orchestrator.Errorf(orchestrator.ErrForbidden, "schedule_out_of_scope",
+		"schedule %q is not the one that started this run's tree", id).With("schedule_id", id)
+}
+
 func (s *scoped) GetSchedule(ctx context.Context, id string) (*orchestrator.Schedule, error) {
 	sc, err := s.scheduler(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return up(sc.GetSchedule(ctx, id))
+	gr, _ := grantFrom(ctx)
+	list, err := up(sc.ListSchedules(ctx, orchestrator.ScheduleFilter{TreeOf: gr.sessionID}))
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range list {
+		if x.ID == id {
+			return x, nil
+		}
+	}
+	return nil, scheduleOutOfScope(id)
 }
 
 func (s *scoped) ListSchedules(ctx context.Context, f orchestrator.ScheduleFilter) ([]*orchestrator.Schedule, error) {
@@ -35,6 +54,8 @@ func (s *scoped) ListSchedules(ctx context.Context, f orchestrator.ScheduleFilte
 	if err != nil {
 		return nil, err
 	}
+	gr, _ := grantFrom(ctx)
+	f.TreeOf = gr.sessionID
 	return up(sc.ListSchedules(ctx, f))
 }
 

@@ -72,7 +72,7 @@ func up[T any](v T, err error) (T, error) {
 func isScopeError(err error) bool {
 	code := orchestrator.ErrorCode(err)
 	return code == "session_out_of_scope" || code == "run_out_of_scope" || code == "parent_out_of_scope" ||
-		code == "not_available_through_gateway"
+		code == "not_available_through_gateway" || code == "schedule_out_of_scope"
 }
 
 // scoped is the Coordinator the gateway's handler serves: it forwards to the runner's Coordinator what the

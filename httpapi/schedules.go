@@ -15,12 +15,18 @@ type scheduleList struct {
 	NextCursor string                   `json:"next_cursor,omitempty"`
 }
 
-// scheduler is the coordinator's [orchestrator.Scheduler], or an error when it keeps no schedules.
-func (s *server) scheduler() (orchestrator.Scheduler, error) {
-	if sc, ok := s.coord.(*runnerScoped).inner.(orchestrator.Scheduler); ok {
-		return sc, nil
+// scheduler is the coordinator's [orchestrator.Scheduler] — scoped to a runner's trees for a request made
+// with a runner's credential (runnerSchedules) — or an error when it keeps no schedules.
+func (s *server) scheduler(ctx context.Context) (orchestrator.Scheduler, error) {
+	rs := s.coord.(*runnerScoped)
+	sc, ok := rs.inner.(orchestrator.Scheduler)
+	if !ok {
+		return nil, orchestrator.Errorf(orchestrator.ErrNotFound, "schedules_unavailable", "this coordinator keeps no schedules")
 	}
-	return nil, orchestrator.Errorf(orchestrator.ErrNotFound, "schedules_unavailable", "this coordinator keeps no schedules")
+	if b := boundRunner(ctx); b != "" {
+		return &runnerSchedules{Scheduler: sc, scope: rs, runner: b}, nil
+	}
+	return sc, nil
 }
 
 // Schedule bodies are decoded strictly: a misspelt "overlap" would otherwise become the default policy.
@@ -31,7 +37,7 @@ func decodeScheduleParams(r *http.Request) (orchestrator.ScheduleParams, error) 
 }
 
 func (s *server) createSchedule(w http.ResponseWriter, r *http.Request) error {
-	sc, err := s.scheduler()
+	sc, err := s.scheduler(r.Context())
 	if err != nil {
 		return err
 	}
@@ -49,7 +55,7 @@ func (s *server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	sc, err := s.scheduler()
+	sc, err := s.scheduler(r.Context())
 	if err != nil {
 		return err
 	}
@@ -57,7 +63,8 @@ func (s *server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f := orchestrator.ScheduleFilter{AgentName: r.URL.Query().Get("agent_name"), AfterID: r.URL.Query().Get("after"), Limit: int(limit)}
+	q := r.URL.Query()
+	f := orchestrator.ScheduleFilter{AgentName: q.Get("agent_name"), AfterID: q.Get("after"), TreeOf: q.Get("tree_of"), Limit: int(limit)}
 	list, err := sc.ListSchedules(r.Context(), f)
 	if err != nil {
 		return err
@@ -74,7 +81,7 @@ func (s *server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) getSchedule(w http.ResponseWriter, r *http.Request) error {
-	sc, err := s.scheduler()
+	sc, err := s.scheduler(r.Context())
 	if err != nil {
 		return err
 	}
@@ -91,7 +98,7 @@ func (s *server) getSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) patchSchedule(w http.ResponseWriter, r *http.Request) error {
-	sc, err := s.scheduler()
+	sc, err := s.scheduler(r.Context())
 	if err != nil {
 		return err
 	}
@@ -112,7 +119,7 @@ func (s *server) patchSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
-	sc, err := s.scheduler()
+	sc, err := s.scheduler(r.Context())
 	if err != nil {
 		return err
 	}
@@ -148,12 +155,13 @@ func (c *Client) GetSchedule(ctx context.Context, id string) (*orchestrator.Sche
 	return &out, nil
 }
 
-// ListSchedules implements [orchestrator.Scheduler] (AgentName, AfterID and Limit; the API lists oldest
-// first).
+// ListSchedules implements [orchestrator.Scheduler] (AgentName, TreeOf, AfterID and Limit; the API lists
+// oldest first).
 func (c *Client) ListSchedules(ctx context.Context, f orchestrator.ScheduleFilter) ([]*orchestrator.Schedule, error) {
 	q := url.Values{}
 	setq(q, "agent_name", f.AgentName)
 	setq(q, "after", f.AfterID)
+	setq(q, "tree_of", f.TreeOf)
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}

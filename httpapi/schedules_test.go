@@ -58,6 +58,12 @@ func TestSchedulesAPI(t *testing.T) {
 		{"bad zone", `{"agent_name":"crawler","cron":"@hourly","timezone":"Mars/Olympus","parameters":{"url":"u"}}`, "invalid_timezone", 0},
 		{"bad overlap", `{"agent_name":"crawler","cron":"@hourly","overlap":"later","parameters":{"url":"u"}}`, "invalid_overlap", 0},
 		{"misspelt field", `{"agent_name":"crawler","cron":"@hourly","overlapp":"allow","parameters":{"url":"u"}}`, "invalid_body", 0},
+		{"every 0s", `{"agent_name":"crawler","cron":"@every 0s","parameters":{"url":"u"}}`, "invalid_cron", 0},
+		{"every -1s", `{"agent_name":"crawler","cron":"@every -1s","parameters":{"url":"u"}}`, "invalid_cron", 0},
+		{"every 1ns", `{"agent_name":"crawler","cron":"@every 1ns","parameters":{"url":"u"}}`, "invalid_cron", 0},
+		{"every 999ms", `{"agent_name":"crawler","cron":"@every 999ms","parameters":{"url":"u"}}`, "invalid_cron", 0},
+		{"every 1500ms", `{"agent_name":"crawler","cron":"@every 1500ms","parameters":{"url":"u"}}`, "invalid_cron", 0},
+		{"every nothing", `{"agent_name":"crawler","cron":"@every","parameters":{"url":"u"}}`, "invalid_cron", 0},
 	} {
 		if tc.status == 0 {
 			tc.status = http.StatusBadRequest
@@ -77,10 +83,14 @@ func TestSchedulesAPI(t *testing.T) {
 		t.Fatalf("after refused requests: %+v, want the one schedule unchanged", list)
 	}
 
-	// A registered runner's credential (agents, through the gateway) reads, and only reads.
+	// A registered runner's credential (agents, through the gateway) reads only the schedules of its runs'
+	// trees (TestRunnerReadsOnlyItsTreesSchedule), and changes none.
 	_, reg := env.runnerClient(t, &orchestrator.RunnerRegistration{Hostname: "h", ProjectDir: "/p", ExecutorType: "deterministic"})
-	if rec := serve(env.handler, "GET", "/schedules", credential(reg), nil); rec.Code != http.StatusOK {
-		t.Fatalf("runner GET /schedules = %d %s", rec.Code, rec.Body)
+	if code := errorBody(t, serve(env.handler, "GET", "/schedules", credential(reg), nil), http.StatusForbidden)["error"]; code != "tree_of_required" {
+		t.Errorf("runner GET /schedules without tree_of: %v, want tree_of_required", code)
+	}
+	if code := errorBody(t, serve(env.handler, "GET", "/schedules/"+s.ID, credential(reg), nil), http.StatusNotFound)["error"]; code != "schedule_not_found" {
+		t.Errorf("runner GET /schedules/{id} of another tree's schedule: %v, want schedule_not_found", code)
 	}
 	errorBody(t, serve(env.handler, "DELETE", "/schedules/"+s.ID, credential(reg), nil), http.StatusForbidden)
 

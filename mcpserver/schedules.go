@@ -31,7 +31,7 @@ func (s *server) addScheduleTools(srv *mcp.Server) {
 		Title: "List schedules",
 		Description: fmt.Sprintf(`List the schedules (recurring runs), oldest first, in pages: {schedules: [{id, agent_name, parameters, cron, timezone, overlap, paused, next_fire_at, queued, last_fired_at, last_session_id, last_error, created_at, updated_at}], next_cursor}.
 
-A schedule starts a session of agent_name with parameters at every tick of cron (read in timezone); each such session's metadata carries {"schedule_id": id}, and last_session_id is the latest. overlap says what a tick does while the previous session is still active: skip, allow (start another) or queue (start when it ends). Read-only: schedules are managed through the API or the ao command.
+A schedule starts a session of agent_name with parameters at every tick of cron (read in timezone); each such session's metadata carries {"schedule_id": id}, and last_session_id is the latest. overlap says what a tick does while the previous session is still active: skip, allow (start another) or queue (start when it ends). Read-only: schedules are managed through the API or the ao command. Called by an agent through its runner, it lists only the schedule that started the agent's own tree of sessions, if one did.
 agent_name (optional) filters; limit is the page size (default %d, at most %d); pass next_cursor as cursor to get the next page.`, DefaultListLimit, MaxListLimit),
 		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {

@@ -148,6 +148,9 @@ type Store interface {
 	// one wins, the others get ErrConflict: that is how exactly one coordinator replica fires each tick.
 	UpdateSchedule(ctx context.Context, s *orchestrator.Schedule) error
 	DeleteSchedule(ctx context.Context, id string) error
+	// CountSchedules returns how many schedules there are, paused ones included (the coordinator's
+	// MaxSchedules cap counts them all).
+	CountSchedules(ctx context.Context) (int, error)
 
 	// Close releases the store's resources.
 	Close() error

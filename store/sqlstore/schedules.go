@@ -76,6 +76,12 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *orchestrator.Schedule) e
 	return wrap(err, "schedule", sc.ID)
 }
 
+// CountSchedules returns how many schedules there are.
+func (s *Store) CountSchedules(ctx context.Context) (int, error) {
+	n, err := s.r.NewSelect().Model((*scheduleRow)(nil)).Count(ctx)
+	return int(n), wrap(err, "schedules", "")
+}
+
 // GetSchedule returns the schedule with the id.
 func (s *Store) GetSchedule(ctx context.Context, id string) (*orchestrator.Schedule, error) {
 	var row scheduleRow

@@ -124,6 +124,14 @@ func testSchedules(t *testing.T, newStore func(*testing.T) store.Store) {
 		}
 		_, err := st.ListSchedules(ctx(t), orchestrator.ScheduleFilter{AfterID: "sch_nope"})
 		wantErr(t, "ListSchedules after a missing cursor", err, orchestrator.ErrNotFound)
+		n, err := st.CountSchedules(ctx(t))
+		if must(t, "CountSchedules", err); n != 4 {
+			t.Errorf("CountSchedules = %d, want 4 (paused and queued ones included)", n)
+		}
+		must(t, "DeleteSchedule", st.DeleteSchedule(ctx(t), "sch_3"))
+		if n, err := st.CountSchedules(ctx(t)); err != nil || n != 3 {
+			t.Errorf("CountSchedules after a delete = %d, %v; want 3", n, err)
+		}
 	})
 
 }
