@@ -81,6 +81,10 @@ type Blueprint struct {
 	// MaxConcurrentPerKey bounds the agent's runs at once that carry the same concurrency key
 	// ([StartRunParams].ConcurrencyKey); zero means 1. At most 10000.
 	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
+
+	// Approval, when Required, makes every new session of the agent wait for a person's approval before
+	// any runner gets its run (docs/human-input.md).
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // maxConcurrency is the most of a blueprint's runs at once, or of its runs with one concurrency key.
@@ -154,6 +158,9 @@ func (b *Blueprint) Validate() error {
 	}
 	if b.MaxConcurrent < 0 || b.MaxConcurrent > maxConcurrency || b.MaxConcurrentPerKey < 0 || b.MaxConcurrentPerKey > maxConcurrency {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: max_concurrent and max_concurrent_per_key must be between 0 and %d", b.Name, maxConcurrency)
+	}
+	if b.Approval != nil && (b.Approval.TimeoutSeconds < 0 || b.Approval.Timeout() > MaxInputTimeout) {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: approval.timeout_seconds must be between 0 and %d (30 days)", b.Name, int(MaxInputTimeout.Seconds()))
 	}
 	if b.OutputRetries != nil && (*b.OutputRetries < 0 || *b.OutputRetries > 10) {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: output_retries must be between 0 and 10", b.Name)

@@ -178,6 +178,13 @@ type StartRunParams struct {
 	// Limits bound the tree this start roots; only a root (no ParentSessionID) may set them, and only
 	// tighter than the coordinator's. See [TreeLimits].
 	Limits *TreeLimits `json:"limits,omitempty"`
+	// RequireApproval creates the session waiting for a person's approval (an [InputRequest] of kind
+	// approval): no runner gets the run until it is approved. An agent whose blueprint requires approval
+	// ([Blueprint].Approval) is gated whatever this says. ApprovalTimeoutSeconds, when positive, fails the
+	// session with error code approval_timeout when nobody answered in time (default: the blueprint's,
+	// else none).
+	RequireApproval        bool    `json:"require_approval,omitempty"`
+	ApprovalTimeoutSeconds float64 `json:"approval_timeout_seconds,omitempty"`
 	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
 	// session's.
 	Retry *RetryPolicy `json:"retry,omitempty"`

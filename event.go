@@ -45,6 +45,12 @@ const (
 	// its Model set and Models empty ({"model", "input_tokens", "output_tokens", "cache_read_input_tokens",
 	// "cache_creation_input_tokens", "cost_usd"}). A zero cost_usd means the reporter does not know it.
 	EventUsage = "usage"
+	// EventInputRequested: the session opened an [InputRequest] and waits for a person ({"request_id",
+	// "kind", "prompt", "schema", "expires_at"?}).
+	EventInputRequested = "input_requested"
+	// EventInputClosed: an input request was answered, expired or cancelled ({"request_id", "kind",
+	// "status", "answer"?, "answered_by"?}).
+	EventInputClosed = "input_closed"
 )
 
 // Event is an append-only, per-session, sequence-numbered record.

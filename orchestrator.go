@@ -117,6 +117,12 @@ func (s RunStatus) CanTransition(next RunStatus) bool {
 //	pending → running → completed | failed | stopped
 //	pending → failed | stopped
 //	completed | failed | stopped → pending (an AI session resumed)
+//	waiting → pending (its approval granted) | failed (refused, expired) | stopped
+//	running ⇄ waiting (its agent asked a person a question; answered, expired)
+//	waiting → completed | failed | stopped (its run ended while a question was open)
+//
+// A session is waiting while it has an open [InputRequest]: created so by an approval gate, or moved
+// there from running when its agent asks a question.
 type SessionStatus string
 
 const (
@@ -125,6 +131,8 @@ const (
 	SessionCompleted SessionStatus = "completed"
 	SessionFailed    SessionStatus = "failed"
 	SessionStopped   SessionStatus = "stopped"
+	// SessionWaiting: the session waits for a person to answer an [InputRequest].
+	SessionWaiting SessionStatus = "waiting"
 )
 
 // Ended reports whether the session has no run in progress.
@@ -134,7 +142,8 @@ func (s SessionStatus) Ended() bool {
 
 var sessionTransitions = map[SessionStatus][]SessionStatus{
 	SessionPending:   {SessionRunning, SessionCompleted, SessionFailed, SessionStopped},
-	SessionRunning:   {SessionCompleted, SessionFailed, SessionStopped},
+	SessionRunning:   {SessionCompleted, SessionFailed, SessionStopped, SessionWaiting},
+	SessionWaiting:   {SessionPending, SessionRunning, SessionCompleted, SessionFailed, SessionStopped},
 	SessionCompleted: {SessionPending},
 	SessionFailed:    {SessionPending},
 	SessionStopped:   {SessionPending},

@@ -27,6 +27,9 @@ type Run struct {
 	// so a backlog of such runs costs claims nothing. A runner that registers and matches it unparks it;
 	// the no-match timeout fails it.
 	Parked bool `json:"parked,omitempty"`
+	// Held is set on the pending run of a session waiting for its approval: claims skip it (it is parked
+	// too, and nothing unparks it) until the approval is granted.
+	Held bool `json:"held,omitempty"`
 	// Priority orders claims: 1 (the highest) to 4, oldest first within a priority. Zero is the default, 1;
 	// a store reads 1 back as 0.
 	Priority int `json:"priority,omitempty"`

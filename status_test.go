@@ -7,7 +7,7 @@ import (
 
 var (
 	allRunStatuses     = []RunStatus{RunPending, RunClaimed, RunRunning, RunCompleted, RunFailed, RunStopped}
-	allSessionStatuses = []SessionStatus{SessionPending, SessionRunning, SessionCompleted, SessionFailed, SessionStopped}
+	allSessionStatuses = []SessionStatus{SessionPending, SessionRunning, SessionCompleted, SessionFailed, SessionStopped, SessionWaiting}
 )
 
 // TestRunStatusCanTransition checks every pair of run statuses against the lifecycle the RunStatus doc
@@ -49,7 +49,8 @@ func TestSessionStatusCanTransition(t *testing.T) {
 	t.Parallel()
 	want := map[SessionStatus][]SessionStatus{
 		SessionPending:   {SessionRunning, SessionCompleted, SessionFailed, SessionStopped},
-		SessionRunning:   {SessionCompleted, SessionFailed, SessionStopped},
+		SessionRunning:   {SessionCompleted, SessionFailed, SessionStopped, SessionWaiting},
+		SessionWaiting:   {SessionPending, SessionRunning, SessionCompleted, SessionFailed, SessionStopped},
 		SessionCompleted: {SessionPending},
 		SessionFailed:    {SessionPending},
 		SessionStopped:   {SessionPending},

@@ -33,6 +33,8 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 	}
 	sessions := make([]*orchestrator.Session, 0, len(ps))
 	runs := make([]*orchestrator.Run, 0, len(ps))
+	gates := make([]*orchestrator.InputRequest, 0, len(ps))
+	gated := false
 	var invalid []any
 	for i := range ps {
 		// Each item's output_schema compile is bounded (orchestrator.CompileSchema); a client that has gone
@@ -41,7 +43,7 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 			return nil, err
 		}
 		p := ps[i]
-		s, run, err := c.newBatchSession(ctx, &p)
+		s, run, gate, err := c.newBatchSession(ctx, &p)
 		if err != nil {
 			item, ok := itemError(err)
 			if !ok {
@@ -51,19 +53,23 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 			invalid = append(invalid, item)
 			continue
 		}
-		sessions, runs = append(sessions, s), append(runs, run)
+		sessions, runs, gates = append(sessions, s), append(runs, run), append(gates, gate)
+		gated = gated || gate != nil
 	}
 	if len(invalid) > 0 {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_runs",
 			"%d of %d runs are invalid; none was created", len(invalid), len(ps)).With("items", invalid)
 	}
 	var err error
+	fx := &effects{}
 	// Children are admitted to their trees in the transaction that creates them (createChild).
 	hasChild := slices.ContainsFunc(sessions, func(s *orchestrator.Session) bool { return s.Depth > 0 })
-	if sc, ok := c.store.(sessionsCreator); ok && !hasChild {
+	if sc, ok := c.store.(sessionsCreator); ok && !gated && !hasChild {
 		err = sc.CreateSessionsWithRuns(ctx, sessions, runs)
 	} else {
+		// Approval gates are written beside their sessions, in the same transaction.
 		err = c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
+			*fx = effects{}
 			for i := range sessions {
 				if sessions[i].Depth > 0 {
 					if err := admitChild(ctx, tx, sessions[i]); err != nil {
@@ -73,6 +79,11 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 				if err := tx.CreateSessionWithRun(ctx, sessions[i], runs[i]); err != nil {
 					return err
 				}
+				if gates[i] != nil {
+					if err := c.openGate(ctx, tx, fx, runs[i], gates[i]); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		})
@@ -80,7 +91,6 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 	if err != nil {
 		return nil, err
 	}
-	fx := &effects{}
 	out := make([]*orchestrator.StartRunResult, len(runs))
 	for i, run := range runs {
 		if run.Demands.RunnerID == "" {
@@ -88,9 +98,14 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 		} else if !slices.Contains(fx.wakeRunners, run.Demands.RunnerID) {
 			fx.wakeRunners = append(fx.wakeRunners, run.Demands.RunnerID)
 		}
-		out[i] = &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending}
+		out[i] = &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: sessions[i].Status}
 	}
 	c.apply(fx)
+	for _, gate := range gates {
+		if gate != nil {
+			c.countInput("opened", gate.Kind)
+		}
+	}
 	for _, run := range runs {
 		if run.RunAt != nil {
 			c.armDue(*run.RunAt, true)
@@ -100,26 +115,26 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 }
 
 // newBatchSession checks one item of a batch and returns the session and run it creates.
-func (c *Coordinator) newBatchSession(ctx context.Context, p *orchestrator.StartRunParams) (*orchestrator.Session, *orchestrator.Run, error) {
+func (c *Coordinator) newBatchSession(ctx context.Context, p *orchestrator.StartRunParams) (*orchestrator.Session, *orchestrator.Run, *orchestrator.InputRequest, error) {
 	params, env, err := c.runInputs(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if p.Type != orchestrator.RunTypeStart {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+		return nil, nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"a batch starts new sessions (type start); resume a session with a request of its own")
 	}
 	if p.Mode == orchestrator.ModeSync {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+		return nil, nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"a batch does not wait (mode sync); start it async_poll and wait on each session")
 	}
 	if p.IdempotencyKey != "" {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
+		return nil, nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request",
 			"idempotency_key is not available in a batch: a batch is created all or none, so retry it whole, or start keyed runs one at a time")
 	}
 	due, err := c.checkSubmission(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	return c.newSession(ctx, *p, params, env, due)
 }

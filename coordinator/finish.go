@@ -112,9 +112,9 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx store.Store, fx *effect
 	return nil
 }
 
-// sessionStatusesBeforeEnd guards a session's end: it ends from pending (a run that never started) or
-// running.
-var sessionStatusesBeforeEnd = []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning}
+// sessionStatusesBeforeEnd guards a session's end: it ends from pending (a run that never started),
+// running, or waiting (for its approval, or for the answer to a question its agent asked).
+var sessionStatusesBeforeEnd = []orchestrator.SessionStatus{orchestrator.SessionPending, orchestrator.SessionRunning, orchestrator.SessionWaiting}
 
 // ending is one run's end on its way through finishRun or finishRuns.
 type ending struct {

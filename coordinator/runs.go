@@ -75,7 +75,11 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	if run.RunAt != nil {
 		c.armDue(*run.RunAt, true)
 	}
-	return c.answer(ctx, p, &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: orchestrator.SessionPending})
+	status := orchestrator.SessionPending
+	if run.Held {
+		status = orchestrator.SessionWaiting
+	}
+	return c.answer(ctx, p, &orchestrator.StartRunResult{RunID: run.ID, SessionID: run.SessionID, Status: status})
 }
 
 // answer completes StartRun's answer: in sync mode, it waits for the run to end (up to p.Wait) and adds
@@ -546,7 +550,13 @@ func (c *Coordinator) StopRun(ctx context.Context, id string) (*orchestrator.Run
 		fx := &effects{}
 		err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 			*fx = effects{}
-			return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunStopped, nil, "stopped before it started")
+			if err := c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunStopped, nil, "stopped before it started"); err != nil {
+				return err
+			}
+			if run.Held {
+				return c.cancelInputs(ctx, tx, fx, run.SessionID) // nobody need approve it any more
+			}
+			return nil
 		})
 		if errors.Is(err, orchestrator.ErrConflict) {
 			return c.StopRun(ctx, id) // it was claimed meanwhile: ask its runner

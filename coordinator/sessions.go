@@ -79,11 +79,16 @@ func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
 	due time.Time, key *store.IdempotencyKey, fx *effects,
 ) (*orchestrator.Run, error) {
-	s, run, err := c.newSession(ctx, p, params, env, due)
+	s, run, gate, err := c.newSession(ctx, p, params, env, due)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.createSession(ctx, key, s, run); err != nil {
+	if gate != nil {
+		err = c.createGatedSession(ctx, key, s, run, gate, fx)
+	} else {
+		err = c.createSession(ctx, key, s, run)
+	}
+	if err != nil {
 		return nil, err
 	}
 	fx.wakeFor(run)
@@ -91,34 +96,35 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 }
 
 // newSession checks a start request against its agent and returns the session and first run it creates,
-// not yet stored.
+// not yet stored, and the approval request that gates the run when the agent or the request asks for one
+// (see gateSession).
 func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
 	due time.Time,
-) (*orchestrator.Session, *orchestrator.Run, error) {
+) (*orchestrator.Session, *orchestrator.Run, *orchestrator.InputRequest, error) {
 	if p.AgentName == "" {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
+		return nil, nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "agent_name is required")
 	}
 	if p.SessionID != "" {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
+		return nil, nil, nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session_id is only for resume; a new session gets a fresh id")
 	}
 	agent, err := c.startAgent(ctx, p.AgentName)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b := agent.Blueprint // shared with the agent cache: read only
 	if b.Disabled {
-		return nil, nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
+		return nil, nil, nil, orchestrator.Errorf(orchestrator.ErrConflict, "agent_disabled", "agent %q is disabled", agent.Name)
 	}
 	if err := b.CheckRunEnv(env); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	parent, err := c.checkParent(ctx, p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	normalized, err := c.validateParameters(agent.Name, b.EffectiveParametersSchema(), params)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	demands := orchestrator.Demands{}
 	if b.Demands != nil {
@@ -129,7 +135,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		demands.RunnerID = agent.RunnerID
 	}
 	if demands, err = mergeRequestDemands(demands, p); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	outputSchema := p.OutputSchema
 	if len(outputSchema) == 0 {
@@ -168,14 +174,18 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		CreatedAt:    now,
 	}
 	if err := c.placeInTree(p, parent, s); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	submit(run, &p, due, b)
 	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
 	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
-	return s, run, nil
+	gate, err := c.gateSession(s, run, b, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, run, gate, nil
 }
 
 // createSession creates the session and its first run, with the idempotency key when there is one, in

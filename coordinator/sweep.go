@@ -39,6 +39,9 @@ func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepUnmatched(ctx, full); err != nil && ctx.Err() == nil {
 		c.log.Error("no-match sweep", "err", err)
 	}
+	if err := c.sweepInputRequests(ctx, full); err != nil && ctx.Err() == nil {
+		c.log.Error("input request sweep", "err", err)
+	}
 	if full {
 		if err := c.sweepCallbacks(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("callback sweep", "err", err)
@@ -104,8 +107,8 @@ func (c *Coordinator) sweepUnmatched(ctx context.Context, full bool) error {
 		return err
 	}
 	for _, run := range old {
-		if matched(run) || (run.RunAt != nil && run.RunAt.After(now.Add(-c.cfg.NoMatchTimeout))) {
-			continue // a delayed run's wait for a runner starts when it is due
+		if run.Held || matched(run) || (run.RunAt != nil && run.RunAt.After(now.Add(-c.cfg.NoMatchTimeout))) {
+			continue // a delayed run's wait for a runner starts when it is due, a held run's when it is approved
 		}
 		msg := fmt.Sprintf("no runner can take this run: none matched its demands (%s) within %s", run.Demands, c.cfg.NoMatchTimeout)
 		if run.AgentType == orchestrator.AgentTypeAgent && run.Demands.RunnerID == "" {

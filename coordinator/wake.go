@@ -23,13 +23,14 @@ const anyRunnerKey = "r:*"
 // effects collects what a transaction did that parked goroutines must hear about. They are notified after
 // the commit, never before: a waiter woken early would read the old state and park again.
 type effects struct {
-	ended       []string // sessions whose run ended
-	changed     []string // sessions with new events or status
-	wakeRunners []string // runners that have new work pinned to them
-	wakeAll     bool     // unpinned work that any runner may take
-	stopRunners []string // runners holding runs a tree's stop asked to stop
-	webhooks    bool     // webhook deliveries were queued
-	runsEnded   []runEnd // logged and counted once the change is committed
+	ended        []string // sessions whose run ended
+	changed      []string // sessions with new events or status
+	wakeRunners  []string // runners that have new work pinned to them
+	wakeAll      bool     // unpinned work that any runner may take
+	stopRunners  []string // runners holding runs a tree's stop asked to stop
+	webhooks     bool     // webhook deliveries were queued
+	runsEnded    []runEnd // logged and counted once the change is committed
+	inputsClosed []string // input requests closed: their long polls wake
 
 	// What the metrics count (see count).
 	created                               []string // agents of the runs queued
@@ -80,6 +81,9 @@ func (c *Coordinator) apply(fx *effects) {
 	}
 	if fx.webhooks {
 		c.kickWebhooks()
+	}
+	for _, id := range fx.inputsClosed {
+		c.wake(inputKey(id))
 	}
 	for _, e := range fx.runsEnded {
 		c.logRunEnded(e)

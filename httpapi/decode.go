@@ -273,10 +273,10 @@ func querySessionStatuses(r *http.Request) ([]orchestrator.SessionStatus, error)
 		st := orchestrator.SessionStatus(v)
 		switch st {
 		case orchestrator.SessionPending, orchestrator.SessionRunning, orchestrator.SessionCompleted,
-			orchestrator.SessionFailed, orchestrator.SessionStopped:
+			orchestrator.SessionFailed, orchestrator.SessionStopped, orchestrator.SessionWaiting:
 			out = append(out, st)
 		default:
-			return nil, badQuery("status %q is not a session status (pending, running, completed, failed, stopped)", v)
+			return nil, badQuery("status %q is not a session status (pending, waiting, running, completed, failed, stopped)", v)
 		}
 	}
 	return out, nil

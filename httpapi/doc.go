@@ -34,6 +34,10 @@
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}
+//	POST   /sessions/{id}/input-requests        C R    {prompt, schema?, timeout_seconds?} → 201 the input request (the session waits)
+//	GET    /input-requests[?status=&session_id=&limit=&after=]  C R  {input_requests, next_cursor}; R: its own sessions' only (session_id required)
+//	GET    /input-requests/{id}[?wait=]         C R    the input request (long-polled until it is no longer open)
+//	POST   /input-requests/{id}/answer          C      {answer} → the answered request; 400 answer_validation_failed, 409 request_closed
 //	POST   /schedules                           C      ScheduleParams → 201 the schedule; 400 invalid_cron, invalid_timezone, invalid_overlap
 //	GET    /schedules[?agent_name=&limit=&after=]  C R  {schedules, next_cursor}
 //	GET    /schedules/{id}                      C R    the schedule

@@ -80,6 +80,13 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events/stream", Roles: clientsRunners, LongPoll: true}, (*server).streamEvents},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},
 
+	// Human input (docs/human-input.md): clients and admin answer; an agent, through its runner's gateway,
+	// asks for its own session and reads its own requests, and can never answer.
+	{Route{Method: "POST", Pattern: "/sessions/{id}/input-requests", Roles: clientsRunners}, (*server).askHuman},
+	{Route{Method: "GET", Pattern: "/input-requests", Roles: clientsRunners}, (*server).listInputRequests},
+	{Route{Method: "GET", Pattern: "/input-requests/{id}", Roles: clientsRunners, LongPoll: true}, (*server).getInputRequest},
+	{Route{Method: "POST", Pattern: "/input-requests/{id}/answer", Roles: clients}, (*server).answerInputRequest},
+
 	// Schedules (recurring runs): clients manage them; agents, through their runner's gateway, read them.
 	{Route{Method: "POST", Pattern: "/schedules", Roles: clients}, (*server).createSchedule},
 	{Route{Method: "GET", Pattern: "/schedules", Roles: clientsRunners}, (*server).listSchedules},

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
@@ -82,4 +83,14 @@ type RunUpdate struct {
 	EndedAt         *time.Time
 	// Usage records the run's usage (nil leaves it).
 	Usage *orchestrator.Usage
+}
+
+// InputRequestClose is how [Store.CloseInputRequest] closes an open input request.
+type InputRequestClose struct {
+	// Status is answered, expired or cancelled.
+	Status orchestrator.InputRequestStatus
+	// Answer and AnsweredBy are recorded with an answer.
+	Answer     json.RawMessage
+	AnsweredBy string
+	At         time.Time
 }

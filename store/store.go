@@ -152,6 +152,21 @@ type Store interface {
 	// MaxSchedules cap counts them all).
 	CountSchedules(ctx context.Context) (int, error)
 
+	// CreateInputRequest inserts an input request; a taken id is ErrConflict.
+	CreateInputRequest(ctx context.Context, r *orchestrator.InputRequest) error
+	GetInputRequest(ctx context.Context, id string) (*orchestrator.InputRequest, error)
+	// ListInputRequests returns the requests f selects, oldest first (created_at, then id).
+	ListInputRequests(ctx context.Context, f orchestrator.InputRequestFilter) ([]*orchestrator.InputRequest, error)
+	// CloseInputRequest moves an open request to c.Status with c's answer, answerer and time, and returns
+	// it. A request that is no longer open is ErrConflict, an unknown one ErrNotFound: the update is
+	// guarded by the open status, so of concurrent closes exactly one wins and an answer is written once.
+	CloseInputRequest(ctx context.Context, id string, c InputRequestClose) (*orchestrator.InputRequest, error)
+	// ReleaseRun clears Held and Parked of a held pending run and makes it due at at (its RunAt), so that
+	// runners may claim it, behind the runs that were queued before it was released, and its wait for a
+	// runner (the no-match timeout) starts then. A run that is not both pending and held is ErrConflict,
+	// an unknown one ErrNotFound.
+	ReleaseRun(ctx context.Context, id string, at time.Time) error
+
 	// Close releases the store's resources.
 	Close() error
 }

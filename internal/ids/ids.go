@@ -16,6 +16,8 @@ const (
 	Runner   = "lnch_"
 	Callback = "cb_"
 	Schedule = "sch_"
+	// InputRequest prefixes the ids of input requests (approvals, agents' questions).
+	InputRequest = "inp_"
 	// RunnerSecret starts every runner secret, so that a secret that leaks into a log or a repository
 	// can be recognised (and found by secret scanners).
 	RunnerSecret = "aors_"

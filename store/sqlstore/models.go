@@ -316,6 +316,8 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Held (migration 70): the run of a session waiting for its approval.
+	Held bool `bun:"held"`
 	// Retries (migration 50).
 	Attempt     int64 `bun:"attempt"`
 	MaxAttempts int64 `bun:"max_attempts"`
@@ -372,6 +374,7 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		RunnerID:              r.RunnerID,
 		TraceParent:           r.TraceParent,
 		Parked:                r.Parked,
+		Held:                  r.Held,
 		Error:                 r.Error,
 		Usage:                 usage,
 		StopRequestedAt:       utcPtr(r.StopRequestedAt),
@@ -426,6 +429,7 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		RunnerID:        row.RunnerID,
 		TraceParent:     row.TraceParent,
 		Parked:          row.Parked,
+		Held:            row.Held,
 		Error:           row.Error,
 		Usage:           usage,
 		StopRequestedAt: utcPtr(row.StopRequestedAt),

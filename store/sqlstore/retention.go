@@ -69,6 +69,7 @@ func (s *Store) deleteEndedChunk(ctx context.Context, before time.Time, limit in
 			{(*eventRow)(nil), "session_id IN (?)", []any{in}},
 			{(*callbackRow)(nil), "parent_session_id IN (?) OR child_session_id IN (?)", []any{in, in}},
 			{(*webhookRow)(nil), "session_id IN (?)", []any{in}},
+			{(*inputRequestRow)(nil), "session_id IN (?)", []any{in}},
 		} {
 			if _, err := tx.w.NewDelete().Model(d.model).Where(d.where, d.args...).Exec(ctx); err != nil {
 				return wrap(err, "ended sessions", "")

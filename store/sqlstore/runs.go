@@ -278,9 +278,13 @@ func (s *Store) SetRunsParked(ctx context.Context, ids []string, parked bool) (i
 	}
 	n := 0
 	err := s.tx(ctx, func(ctx context.Context, tx *Store) error {
-		res, err := tx.w.NewUpdate().Model((*runRow)(nil)).Set("parked = ?", parked).
+		q := tx.w.NewUpdate().Model((*runRow)(nil)).Set("parked = ?", parked).
 			Where("id IN (?)", bun.List(ids)).Where("status = ?", string(orchestrator.RunPending)).
-			Where("parked = ?", !parked).Exec(ctx)
+			Where("parked = ?", !parked)
+		if !parked {
+			q = q.Where("NOT held") // a held run stays parked until its approval releases it (ReleaseRun)
+		}
+		res, err := q.Exec(ctx)
 		if err != nil {
 			return wrap(err, "runs", "")
 		}

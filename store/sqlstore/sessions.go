@@ -300,6 +300,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if _, err := tx.w.NewDelete().Model((*webhookRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
 			return wrap(err, "session", id)
 		}
+		if _, err := tx.w.NewDelete().Model((*inputRequestRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
+			return wrap(err, "session", id)
+		}
 		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id = ?", id).Exec(ctx)
 		return deleted(res, err, "session", id)
 	})
