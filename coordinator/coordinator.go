@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentorchestrator/orchestrator/blobstore"
 	"github.com/agentorchestrator/orchestrator/internal/schemacache"
 	"github.com/agentorchestrator/orchestrator/internal/traces"
 	"github.com/agentorchestrator/orchestrator/store"
@@ -116,6 +117,18 @@ type Config struct {
 	// Limits bound inputs; zero fields take their defaults ([orchestrator.Limits.WithDefaults]).
 	Limits orchestrator.Limits
 
+	// Artifacts is the bucket that holds sessions' artifacts (the files agents produce). Default: the
+	// bucket ArtifactsURL names; with neither, the coordinator keeps no artifacts and its artifact calls
+	// fail with code artifacts_not_configured.
+	Artifacts *blobstore.Bucket
+	// ArtifactsURL names the artifact bucket New opens when Artifacts is nil (-artifacts): file:///DIR,
+	// s3://bucket?region=…&endpoint=… (with the s3 driver registered; see package blobstore). The bucket
+	// lives as long as the process.
+	ArtifactsURL string
+	// MaxArtifactBytes bounds one artifact. Default 2 GiB.
+	MaxArtifactBytes int64
+	// MaxArtifactsPerSession bounds how many artifacts one session keeps. Default 1000.
+	MaxArtifactsPerSession int
 	// Prices estimates the cost of usage reported without one (a Claude Code run's per-message usage
 	// events; see docs/usage.md). Its entries replace the defaults of the same model; the other models
 	// keep theirs. Default: [DefaultPrices].
@@ -218,6 +231,15 @@ func New(cfg Config) (*Coordinator, error) {
 	def(&cfg.RedeliverAfter, 15*time.Second)
 	def(&cfg.WebhookTimeout, 10*time.Second)
 	def(&cfg.IdempotencyRetention, 24*time.Hour)
+	if cfg.MaxArtifactBytes <= 0 {
+		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if cfg.MaxArtifactsPerSession <= 0 {
+		cfg.MaxArtifactsPerSession = DefaultMaxArtifactsPerSession
+	}
+	if err := openArtifacts(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.WebhookMaxAttempts <= 0 {
 		cfg.WebhookMaxAttempts = 12
 	}

@@ -56,7 +56,7 @@ func (c *Coordinator) WaitSession(ctx context.Context, id string, wait time.Dura
 	return c.GetSession(ctx, id) // as it is when the wait ends
 }
 
-// DeleteSession deletes an ended session with its runs, events and callbacks. A session with a run in
+// DeleteSession deletes an ended session with its runs, events, callbacks and artifacts. A session with a run in
 // progress is ErrConflict: stop it first.
 func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 	err := c.inTx(ctx, opDeleteSession, func(ctx context.Context, tx store.Store) error {
@@ -72,6 +72,7 @@ func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 	if err == nil {
 		c.wake(sessionKey(id))
 		c.wake(eventsKey(id))
+		c.collectArtifactGarbage(ctx)
 	}
 	return err
 }

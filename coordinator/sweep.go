@@ -29,8 +29,8 @@ func (c *Coordinator) sweepLoop(ctx context.Context) {
 }
 
 // Sweep runs the periodic checks once: runner liveness (online → stale → offline), pending runs that no
-// live runner can take, and — when full is set — callbacks that are due but were not delivered, and
-// retention. Errors are
+// live runner can take, and — when full is set — callbacks that are due but were not delivered,
+// retention, and the deletion of artifacts' objects no record names any more. Errors are
 // logged; the next sweep tries again. Start calls it periodically; tests may call it directly.
 func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepRunners(ctx); err != nil && ctx.Err() == nil {
@@ -49,6 +49,7 @@ func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 		if err := c.sweepRetention(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("retention sweep", "err", err)
 		}
+		c.collectArtifactGarbage(ctx)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -141,6 +142,12 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 	// On PostgreSQL, replicas wake each other's waiters; on SQLite Notifier() is nil (one process).
 	cfg := c.Coordinator
 	cfg.Store, cfg.Logger, cfg.Notifier = store, log, store.Notifier()
+	if cfg.Artifacts == nil && cfg.ArtifactsURL == "" {
+		cfg.ArtifactsURL = DefaultArtifactsURL(c.DB)
+		if cfg.ArtifactsURL == "" {
+			log.Warn("no artifact bucket: sessions keep no artifacts; give -artifacts (a bucket every replica shares, e.g. s3://…)")
+		}
+	}
 	var metrics *prommetrics.Metrics
 	if c.Metrics {
 		metrics = prommetrics.New()
@@ -190,6 +197,25 @@ func (c *CoordinatorConfig) Start(ctx context.Context, store *sqlstore.Store, lo
 		s.done <- err
 	}()
 	return s, nil
+}
+
+// DefaultArtifactsURL is where a coordinator over the database db keeps artifacts when -artifacts is not
+// given: for a SQLite file, the folder beside it named after it with "-artifacts" (orchestrator.db →
+// orchestrator.db-artifacts). PostgreSQL and in-memory databases have no default (""): replicas sharing
+// a database must share a bucket too, which a folder on one host is not, so they need -artifacts.
+func DefaultArtifactsURL(db string) string {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") || strings.Contains(db, ":memory:") || db == "" {
+		return ""
+	}
+	path := strings.TrimPrefix(db, "file:")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	abs, err := filepath.Abs(path + "-artifacts")
+	if err != nil {
+		return ""
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 }
 
 // Close stops serving (requests in flight get a grace period) and stops the coordinator's background work.

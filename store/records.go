@@ -64,3 +64,12 @@ const (
 	WebhookDelivered WebhookStatus = "delivered"
 	WebhookFailed    WebhookStatus = "failed"
 )
+
+// Artifact is an artifact's record: what callers see, and Key, where its bytes are in the coordinator's
+// bucket. Each upload gets a fresh key, so that a record never points at bytes that are still being
+// written, and a replaced or deleted artifact's key goes to the garbage queue
+// ([Store.ListArtifactGarbage]) for the coordinator to delete from the bucket.
+type Artifact struct {
+	orchestrator.Artifact
+	Key string
+}

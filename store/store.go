@@ -73,10 +73,11 @@ type Store interface {
 	// creates the session, a creation that fails takes its count back with it. An unknown root is
 	// ErrNotFound.
 	AdmitToTree(ctx context.Context, root string, maxSessions int) (bool, error)
-	// DeleteSession deletes the session with its runs, events and callbacks (as parent or child).
+	// DeleteSession deletes the session with its runs, events, callbacks (as parent or child) and artifacts
+	// (their keys go to the artifact garbage queue).
 	DeleteSession(ctx context.Context, id string) error
 	// DeleteEndedSessions deletes up to limit sessions that ended (completed, failed or stopped) before
-	// before, each with its runs, events, callbacks and webhooks, and returns how many it deleted
+	// before, each with its runs, events, callbacks, webhooks and artifacts (as DeleteSession), and returns how many it deleted
 	// (retention). Sessions something is still on its way to are kept: one with a child that will call it
 	// back, one with undelivered callbacks, one whose webhook is still being delivered.
 	DeleteEndedSessions(ctx context.Context, before time.Time, limit int) (int, error)
@@ -152,6 +153,22 @@ type Store interface {
 	// MaxSchedules cap counts them all).
 	CountSchedules(ctx context.Context) (int, error)
 
+	// PutArtifact records an artifact, replacing the record of the same session and name; the replaced
+	// record's key goes to the garbage queue in the same write. An unknown session is ErrNotFound.
+	PutArtifact(ctx context.Context, a *Artifact) error
+	// GetArtifact returns one artifact's record; ErrNotFound when the session has none of that name.
+	GetArtifact(ctx context.Context, sessionID, name string) (*Artifact, error)
+	// ListArtifacts returns a session's artifacts ordered by name (none for an unknown session).
+	ListArtifacts(ctx context.Context, sessionID string) ([]*Artifact, error)
+	// CountArtifacts returns how many artifacts a session has.
+	CountArtifacts(ctx context.Context, sessionID string) (int, error)
+	// ListArtifactGarbage returns up to limit bucket keys no record refers to any more, oldest first:
+	// those of replaced artifacts, and of the artifacts of sessions DeleteSession and DeleteEndedSessions
+	// deleted (they queue them in the transaction that deletes the records).
+	ListArtifactGarbage(ctx context.Context, limit int) ([]string, error)
+	// DeleteArtifactGarbage removes keys from the garbage queue, once their objects are deleted from the
+	// bucket. Keys not queued are ignored.
+	DeleteArtifactGarbage(ctx context.Context, keys []string) error
 	// CreateInputRequest inserts an input request; a taken id is ErrConflict.
 	CreateInputRequest(ctx context.Context, r *orchestrator.InputRequest) error
 	GetInputRequest(ctx context.Context, id string) (*orchestrator.InputRequest, error)

@@ -12,6 +12,8 @@
 // Browsers' requests from other origins are refused; -allowed-origins names more origins to serve (a proxy
 // in front that changes Host), and -allowed-hosts the host names an open API answers besides localhost and
 // IP addresses (docs/http-api.md, "Browsers").
+// -artifacts names the bucket for sessions' artifacts (file:///DIR or s3://bucket?region=…&endpoint=…;
+// default: a folder beside the SQLite file, none on PostgreSQL).
 // `coordinator -h` lists every flag; the wiring is package service's [service.CoordinatorConfig].
 package main
 
@@ -22,6 +24,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// s3:// artifact buckets (-artifacts). Only this binary registers the S3 driver: it brings the AWS SDK,
+	// which a program that keeps artifacts on disk does not need (package blobstore).
+	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/agentorchestrator/orchestrator/service"
 )

@@ -15,7 +15,7 @@ const retentionChunk = 1000
 
 // DeleteEndedSessions deletes up to limit sessions that ended (completed, failed or stopped) before the
 // given time, oldest end first, each with its runs (and their demanded tags), events, callbacks (as
-// parent or child) and webhook deliveries, and returns how many it deleted.
+// parent or child), webhook deliveries and artifacts (queueing their keys), and returns how many it deleted.
 //
 // Three kinds of ended session are kept, because something is still on its way: a session with a child
 // whose run in progress will call it back (a run in async_callback mode), a session with callbacks not yet delivered
@@ -74,6 +74,9 @@ func (s *Store) deleteEndedChunk(ctx context.Context, before time.Time, limit in
 			if _, err := tx.w.NewDelete().Model(d.model).Where(d.where, d.args...).Exec(ctx); err != nil {
 				return wrap(err, "ended sessions", "")
 			}
+		}
+		if err := tx.dropArtifacts(ctx, "session_id IN (?)", in); err != nil {
+			return err
 		}
 		res, err := tx.w.NewDelete().Model((*sessionRow)(nil)).Where("id IN (?)", in).Exec(ctx)
 		if err != nil {

@@ -270,8 +270,8 @@ func (s *Store) updatedSession(ctx context.Context, err error, id string) error 
 	return wrap(err, "session", id)
 }
 
-// DeleteSession deletes the session with its runs (and their demanded tags), events and callbacks (as
-// parent or child), in one transaction.
+// DeleteSession deletes the session with its runs (and their demanded tags), events, callbacks (as
+// parent or child) and artifacts (queueing their keys), in one transaction.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 		if tx.pg {
@@ -299,6 +299,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		}
 		if _, err := tx.w.NewDelete().Model((*webhookRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
 			return wrap(err, "session", id)
+		}
+		if err := tx.dropArtifacts(ctx, "session_id = ?", id); err != nil {
+			return err
 		}
 		if _, err := tx.w.NewDelete().Model((*inputRequestRow)(nil)).Where("session_id = ?", id).Exec(ctx); err != nil {
 			return wrap(err, "session", id)

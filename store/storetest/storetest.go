@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
 		{"Tree", testTree},
+		{"Artifacts", testArtifacts},
 		{"InputRequests", testInputRequests},
 		{"Usage", testUsage},
 		{"Retries", testRetries},
