@@ -52,8 +52,9 @@ type Blueprint struct {
 	// refused. Empty (the default) allows none. Names that change which code programs run (LD_*, BASH_ENV,
 	// PATH, PYTHON*, …, see [Blueprint.CheckRunEnv]) cannot be listed.
 	AllowedEnv []string `json:"allowed_env,omitempty"`
-	// TimeoutSeconds, when positive, bounds a deterministic run; on expiry its process group is killed and
-	// the session fails.
+	// TimeoutSeconds, when positive, bounds each run of the agent, whatever its executor: a deterministic
+	// run's process group is killed on expiry, and the coordinator stops, then fails, any run held past it
+	// (error code "timeout"; the retry policy applies). A start request's timeout_seconds overrides it.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	// Retry is how the agent's failed runs are retried (see [RetryPolicy]); a start request's retry
 	// overrides it. Nil: AI agents retry the model API's passing failures ([DefaultAgentRetryPolicy]),

@@ -188,6 +188,14 @@ type StartRunParams struct {
 	// Retry overrides the agent's retry policy for this session (see [RetryPolicy]). A resume keeps the
 	// session's.
 	Retry *RetryPolicy `json:"retry,omitempty"`
+	// TimeoutSeconds bounds each attempt of the session, for every executor, overriding the blueprint's
+	// timeout_seconds: an attempt that runs longer fails with error code "timeout" (and the retry policy
+	// applies). The coordinator enforces it (see coordinator.Config.TimeoutGrace). 0 to 7 days; zero
+	// means the blueprint's.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// StartTimeoutSeconds bounds how long the session may wait for a runner to take it: not claimed by
+	// then, it fails with error code "start_timeout" and is not retried. 0 to 7 days; zero means no bound.
+	StartTimeoutSeconds float64 `json:"start_timeout_seconds,omitempty"`
 }
 
 // StartRunResult is the answer to StartRun.
@@ -264,7 +272,11 @@ type RunFilter struct {
 	// CreatedBefore selects runs created before it (the no-match timeout).
 	CreatedBefore time.Time
 	// Parked, when set, selects runs whose Parked equals it.
-	Parked  *bool
-	AfterID string
-	Limit   int
+	Parked *bool
+	// Timed selects claimed or running runs that have a timeout (the timeout sweep).
+	Timed bool
+	// StartDeadlineBefore selects pending runs whose start deadline is before it (the start-deadline sweep).
+	StartDeadlineBefore time.Time
+	AfterID             string
+	Limit               int
 }

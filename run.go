@@ -47,6 +47,14 @@ type Run struct {
 	// the next number. MaxAttempts is how many attempts the session's policy allows.
 	Attempt     int `json:"attempt"`
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// TimeoutSeconds bounds the run once a runner has taken it (the request's timeout_seconds, else the
+	// blueprint's): the coordinator asks its runner to stop it then, and fails it with error code "timeout".
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// StartDeadline is when a run still pending fails with error code "start_timeout" (the request's
+	// start_timeout_seconds, on a session's first run).
+	StartDeadline *time.Time `json:"start_deadline,omitempty"`
+	// TimedOutAt is when the coordinator found the run past its timeout and asked its runner to stop it.
+	TimedOutAt *time.Time `json:"timed_out_at,omitempty"`
 	// RunnerID is the runner that claimed the run.
 	RunnerID string `json:"runner_id,omitempty"`
 	// TraceParent is the W3C traceparent of the span that created the run: its claim, execution and report

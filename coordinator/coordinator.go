@@ -53,6 +53,9 @@ type Config struct {
 	// RedeliverAfter is how long a run may stay claimed without its runner reporting it started before it is
 	// handed to that runner again (the poll response that carried it may have been lost). Default 15s.
 	RedeliverAfter time.Duration
+	// TimeoutGrace is how long a run past its timeout may take to end after its runner was asked to stop
+	// it: then the coordinator fails it itself (error code "timeout"), whatever its runner does. Default 30s.
+	TimeoutGrace time.Duration
 	// SweepInterval is how often liveness, no-match and callback sweeps run. Default 500ms, so a dead runner
 	// is declared offline within about half a second of the threshold.
 	SweepInterval time.Duration
@@ -229,6 +232,7 @@ func New(cfg Config) (*Coordinator, error) {
 	def(&cfg.StopResend, 10*time.Second)
 	def(&cfg.SweepInterval, 500*time.Millisecond)
 	def(&cfg.RedeliverAfter, 15*time.Second)
+	def(&cfg.TimeoutGrace, 30*time.Second)
 	def(&cfg.WebhookTimeout, 10*time.Second)
 	def(&cfg.IdempotencyRetention, 24*time.Hour)
 	if cfg.MaxArtifactBytes <= 0 {

@@ -27,6 +27,9 @@ func (c *Coordinator) finishRun(ctx context.Context, tx store.Store, fx *effects
 	}
 	e.run = run
 	defer e.endSpan()
+	if err := c.settleTimedOut(ctx, tx, e); err != nil {
+		return err
+	}
 	if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
 		return err
 	}
@@ -81,6 +84,9 @@ func (c *Coordinator) finishRuns(ctx context.Context, tx store.Store, fx *effect
 			return orchestrator.Errorf(orchestrator.ErrConflict, "run_conflict", "run %s cannot end as %s", e.runID, e.status)
 		}
 		e.run = runs[i]
+		if err := c.settleTimedOut(ctx, tx, e); err != nil {
+			return err
+		}
 		if err := c.prepareSessionEnd(ctx, tx, e); err != nil {
 			return err
 		}
@@ -354,10 +360,16 @@ func messageText(content json.RawMessage) string {
 
 // failRun ends a run that never reached a runner, or whose runner is gone, as failed.
 func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg string) error {
+	return c.failRunWith(ctx, run, nil, msg)
+}
+
+// failRunWith is failRun with the run's result (its error and error code); without one, the result is
+// what the run wrote (see finishRun).
+func (c *Coordinator) failRunWith(ctx context.Context, run *orchestrator.Run, res *orchestrator.Result, msg string) error {
 	fx := &effects{}
 	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
-		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, nil, msg)
+		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, res, msg)
 	})
 	if errors.Is(err, orchestrator.ErrConflict) {
 		return nil // it ended some other way meanwhile
@@ -372,13 +384,18 @@ func (c *Coordinator) failRun(ctx context.Context, run *orchestrator.Run, msg st
 // nothing takes the run first: a run claimed since the sweep read it is left alone, and on PostgreSQL a
 // concurrent claim skips the row until this transaction has ended it.
 func (c *Coordinator) failPending(ctx context.Context, run *orchestrator.Run, msg string) error {
+	return c.failPendingWith(ctx, run, nil, msg)
+}
+
+// failPendingWith is failPending with the run's result (its error and error code).
+func (c *Coordinator) failPendingWith(ctx context.Context, run *orchestrator.Run, res *orchestrator.Result, msg string) error {
 	fx := &effects{}
 	err := c.inTx(ctx, opRunEnd, func(ctx context.Context, tx store.Store) error {
 		*fx = effects{}
 		if _, err := tx.UpdateRun(ctx, run.ID, []orchestrator.RunStatus{orchestrator.RunPending}, "", store.RunUpdate{}); err != nil {
 			return err
 		}
-		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, nil, msg)
+		return c.finishRun(ctx, tx, fx, run.ID, "", orchestrator.RunFailed, res, msg)
 	})
 	if errors.Is(err, orchestrator.ErrConflict) || errors.Is(err, orchestrator.ErrNotFound) {
 		return nil // claimed, ended or deleted meanwhile

@@ -9,10 +9,10 @@ import (
 
 // RegisterFlags registers the settings a coordinator's operator tunes as flags on fs, with the defaults
 // [New] would apply: -heartbeat-interval, -stale-after, -offline-after, -no-match-timeout,
-// -redeliver-after, -retention, -max-schedules, -artifacts, -webhook-timeout, -webhook-secret,
-// -webhook-allow-hosts, -prices, -max-tree-depth and -max-tree-sessions. A service that embeds the
-// coordinator calls it before fs.Parse; the fields it does not register (Store, Logger, Notifier, Now, …)
-// are the service's to set. -webhook-secret keeps the value WebhookSecret has when it is
+// -redeliver-after, -timeout-grace, -retention, -max-schedules, -artifacts, -webhook-timeout,
+// -webhook-secret, -webhook-allow-hosts, -prices, -max-tree-depth and -max-tree-sessions. A service that
+// embeds the coordinator calls it before fs.Parse; the fields it does not register (Store, Logger,
+// Notifier, Now, …) are the service's to set. -webhook-secret keeps the value WebhookSecret has when it is
 // not given, so a default read from the environment can be set before or after this call.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "how often runners heartbeat")
@@ -20,6 +20,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OfflineAfter, "offline-after", 180*time.Second, "no heartbeat for this long: the runner's runs fail")
 	fs.DurationVar(&c.NoMatchTimeout, "no-match-timeout", 300*time.Second, "fail a run no runner can take after this long")
 	fs.DurationVar(&c.RedeliverAfter, "redeliver-after", 15*time.Second, "hand a claimed run its runner never started to it again after this long")
+	fs.DurationVar(&c.TimeoutGrace, "timeout-grace", 30*time.Second, "fail a run past its timeout this long after its runner was told to stop it")
 	fs.DurationVar(&c.Retention, "retention", 0, "delete sessions that ended longer ago than this (0: keep everything)")
 	fs.StringVar(&c.ArtifactsURL, "artifacts", c.ArtifactsURL, "bucket for sessions' artifacts: file:///DIR or s3://bucket?region=…&endpoint=… (empty: no artifacts)")
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", 24*time.Hour, "how long a POST /runs idempotency key is remembered")

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -139,9 +140,34 @@ func (c *Coordinator) planRetry(ctx context.Context, tx store.Store, e *ending) 
 		TraceParent:    full.TraceParent,
 		Attempt:        attempt + 1,
 		MaxAttempts:    full.MaxAttempts,
+		TimeoutSeconds: full.TimeoutSeconds, // each attempt has the whole timeout; a start deadline is the first's
 		CreatedAt:      e.now,
 	}
+	if resumesRetry(s, full, reason) {
+		// The executor kept the conversation the failed attempt had (Claude Code's session): the retry
+		// resumes it on the runner whose host holds it, so the work done is not lost.
+		next.Type = orchestrator.RunTypeResume
+		next.Parameters, _ = json.Marshal(map[string]string{"prompt": continuePrompt(reason, e.errMsg)})
+		next.Demands.RunnerID = s.RunnerID
+		if full.RunnerID != "" {
+			next.Demands.RunnerID = full.RunnerID
+		}
+	}
 	return &retry{next: next, reason: reason}, nil
+}
+
+// resumesRetry reports whether the retry of failed resumes the executor's own session instead of starting
+// afresh: an AI agent whose executor recorded a session id, after a failure that left its host running. A
+// lost runner's host may be gone with the conversation, and a retry that waits for that runner might wait
+// for ever: that retry starts again on any matching runner.
+func resumesRetry(s *orchestrator.Session, failed *orchestrator.Run, reason string) bool {
+	return failed.AgentType == orchestrator.AgentTypeAgent && s.ExecutorSessionID != "" && reason != orchestrator.RetryReasonRunnerLost
+}
+
+// continuePrompt is the prompt of a retry that resumes the executor's session: the turn that failed is
+// taken up again.
+func continuePrompt(reason, errMsg string) string {
+	return fmt.Sprintf("Your previous turn did not finish: it failed (%s: %s). Continue the task from where you left off.", reason, errMsg)
 }
 
 // scheduleRetry writes the retry inside the transaction that ended e's run: the next run, and the

@@ -261,3 +261,35 @@ func TestRetryAfterRunnerLost(t *testing.T) {
 		t.Fatalf("another runner did not get the retry: %+v", w)
 	}
 }
+
+// An AI agent whose executor recorded its own session id is retried by resuming that session, on the
+// runner that holds it, with a prompt that takes the failed turn up again.
+func TestRetryResumesTheExecutorSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := newClock()
+	c := newCoordinator(t, coordinator.Config{Now: clk.Now})
+	createAgent(t, c, "writer")
+	ai := registerAI(t, c, "host-a")
+	registerAI(t, c, "host-b")
+	res := start(t, c, orchestrator.StartRunParams{AgentName: "writer", Prompt: "hi"})
+	if w := poll(t, c, ai.RunnerID, 1); len(w.Runs) != 1 || w.Runs[0].Run.Attempt != 1 {
+		t.Fatalf("first attempt: %+v", w)
+	}
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: res.RunID, Status: orchestrator.RunRunning})
+	if _, err := c.AppendEvents(ctx, res.SessionID, []orchestrator.Event{orchestrator.NewEvent(orchestrator.EventExecutorSession, map[string]string{"executor_session_id": "claude-1"})}); err != nil {
+		t.Fatal(err)
+	}
+	report(t, c, orchestrator.RunReport{RunnerID: ai.RunnerID, RunID: res.RunID, Status: orchestrator.RunFailed,
+		Result: &orchestrator.Result{Error: "API Error: 529 Overloaded", ErrorCode: "api_overloaded"}})
+	s, _ := c.GetSession(ctx, res.SessionID)
+	next, _ := c.GetRun(ctx, s.CurrentRunID)
+	if next.Type != orchestrator.RunTypeResume || next.Demands.RunnerID != ai.RunnerID || !strings.Contains(string(next.Parameters), "Continue the task") {
+		t.Fatalf("the retry: type %s, pinned to %q, parameters %s; want a resume on %s", next.Type, next.Demands.RunnerID, next.Parameters, ai.RunnerID)
+	}
+	clk.Advance(time.Minute)
+	w := poll(t, c, ai.RunnerID, 1)
+	if len(w.Runs) != 1 || w.Runs[0].ExecutorSessionID != "claude-1" || w.Runs[0].Run.Attempt != 2 {
+		t.Fatalf("the retry's assignment: %+v, want executor session claude-1, attempt 2", w)
+	}
+}

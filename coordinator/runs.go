@@ -321,6 +321,9 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 	if err := p.Retry.Validate(); err != nil {
 		return err
 	}
+	if err := checkTimeouts(p); err != nil {
+		return err
+	}
 	if len(p.ProjectDir) > 4096 || strings.ContainsRune(p.ProjectDir, 0) {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "project_dir is not valid")
 	}
@@ -456,6 +459,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		b = agent.Blueprint // the agent's limits as they are now
 	}
 	submit(run, &p, due, b)
+	run.TimeoutSeconds, _ = runTimeouts(&p, b, run.CreatedAt, due) // a resume has no start deadline
 	err = c.commitRun(ctx, key, run, func(ctx context.Context, tx store.Store) error {
 		return tx.InTx(ctx, func(ctx context.Context, tx store.Store) error { return c.queueResume(ctx, tx, s, run) })
 	})

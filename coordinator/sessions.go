@@ -180,6 +180,7 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	submit(run, &p, due, b)
 	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
 	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
+	run.TimeoutSeconds, run.StartDeadline = runTimeouts(&p, b, now, due)
 	s.CurrentRunID = run.ID
 	run.TraceParent, s.TraceID = traces.Format(ctx), traces.TraceID(ctx)
 	gate, err := c.gateSession(s, run, b, p)

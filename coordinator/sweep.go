@@ -29,8 +29,9 @@ func (c *Coordinator) sweepLoop(ctx context.Context) {
 }
 
 // Sweep runs the periodic checks once: runner liveness (online → stale → offline), pending runs that no
-// live runner can take, and — when full is set — callbacks that are due but were not delivered,
-// retention, and the deletion of artifacts' objects no record names any more. Errors are
+// live runner can take, runs past their timeout or start deadline, and — when full is set — callbacks
+// that are due but were not delivered, retention, and the deletion of artifacts' objects no record names
+// any more. Errors are
 // logged; the next sweep tries again. Start calls it periodically; tests may call it directly.
 func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 	if err := c.sweepRunners(ctx); err != nil && ctx.Err() == nil {
@@ -38,6 +39,12 @@ func (c *Coordinator) Sweep(ctx context.Context, full bool) {
 	}
 	if err := c.sweepUnmatched(ctx, full); err != nil && ctx.Err() == nil {
 		c.log.Error("no-match sweep", "err", err)
+	}
+	if err := c.sweepTimeouts(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("timeout sweep", "err", err)
+	}
+	if err := c.sweepStartDeadlines(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("start-deadline sweep", "err", err)
 	}
 	if err := c.sweepInputRequests(ctx, full); err != nil && ctx.Err() == nil {
 		c.log.Error("input request sweep", "err", err)

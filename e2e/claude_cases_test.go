@@ -168,15 +168,29 @@ func TestClaudeCodeCases(t *testing.T) {
 			t.Errorf("--mcp-config %s: want alwaysLoad on every server", calls[0].MCPConfig)
 		}
 	})
-	t.Run("a 529 after the CLI's retry", func(t *testing.T) {
-		s, r := run(t, "plain", map[string]any{"api_error": 529})
-		if r.Status != "failed" || r.Result == nil || r.Result.ErrorCode != "api_overloaded" || !strings.HasPrefix(r.Error, "API Error: 529 Overloaded") {
-			t.Fatalf("result: %s", mustJSON(t, r))
+	t.Run("a 529 after the CLI's retry is retried by resuming the Claude session", func(t *testing.T) {
+		s := admin.with(t).startRun(map[string]any{"agent_name": "plain", "parameters": map[string]any{"prompt": "go", "api_error": 529},
+			"retry": map[string]any{"max_attempts": 2, "initial_interval_seconds": 0.2}})
+		r := admin.with(t).result(s.SessionID)
+		if r.Status != "completed" {
+			t.Fatalf("result: %s, want completed by the retry", mustJSON(t, r))
 		}
 		var sess orchestrator.Session
 		admin.with(t).json("GET", "/sessions/"+s.SessionID, nil, http.StatusOK, &sess)
-		if sess.ErrorCode != "api_overloaded" {
-			t.Errorf("session error_code %q, want api_overloaded", sess.ErrorCode)
+		if sess.Attempt != 2 || sess.MaxAttempts != 2 || sess.ErrorCode != "" {
+			t.Errorf("session: attempt %d of %d, error_code %q; want 2 of 2, none", sess.Attempt, sess.MaxAttempts, sess.ErrorCode)
+		}
+		retried := eventData(t, s.SessionID, orchestrator.EventRetryScheduled)
+		if len(retried) != 1 || retried[0]["reason"] != "api_overloaded" || retried[0]["attempt"] != 2.0 || retried[0]["run_id"] != s.RunID {
+			t.Errorf("retry_scheduled events: %s", mustJSON(t, retried))
+		}
+		results := eventData(t, s.SessionID, orchestrator.EventResult)
+		if len(results) != 2 || results[0]["error_code"] != "api_overloaded" || !strings.HasPrefix(results[0]["error"].(string), "API Error: 529 Overloaded") {
+			t.Errorf("result events: %s, want the failed attempt's api_overloaded first", mustJSON(t, results))
+		}
+		calls := ai.calls(t, s.SessionID)
+		if len(calls) != 2 || calls[0].ClaudeSessionID == "" || calls[1].Resume != calls[0].ClaudeSessionID {
+			t.Fatalf("claude calls: %s; want the retry to --resume the first call's session", mustJSON(t, calls))
 		}
 		var retries []string
 		for _, p := range eventData(t, s.SessionID, orchestrator.EventProgress) {
@@ -188,12 +202,26 @@ func TestClaudeCodeCases(t *testing.T) {
 			t.Errorf("retry progress events %q", retries)
 		}
 	})
-	t.Run("a usage limit and its reset", func(t *testing.T) {
+	t.Run("a usage limit parks the session until its reset", func(t *testing.T) {
 		reset := time.Now().Add(3 * time.Hour).Truncate(time.Second).UTC()
-		_, r := run(t, "plain", map[string]any{"api_error": "usage_limit", "usage_limit_reset": reset.Format(time.RFC3339)})
-		if r.Status != "failed" || r.Result == nil || r.Result.ErrorCode != "usage_limit" || r.Result.RetryAt == nil || !r.Result.RetryAt.Equal(reset) {
-			t.Fatalf("result: %s, want usage_limit with retry_at %s", mustJSON(t, r), reset)
+		s := admin.with(t).startRun(map[string]any{"agent_name": "plain", "parameters": map[string]any{"prompt": "go", "api_error": "usage_limit", "usage_limit_reset": reset.Format(time.RFC3339)}})
+		var sess orchestrator.Session
+		waitFor(t, runTimeout, "the usage limit's retry", func() (bool, string) {
+			admin.with(t).json("GET", "/sessions/"+s.SessionID, nil, http.StatusOK, &sess)
+			return sess.Attempt == 2, mustJSON(t, sess)
+		})
+		if sess.Status != orchestrator.SessionPending || sess.NextAttemptAt == nil || !sess.NextAttemptAt.Equal(reset) {
+			t.Fatalf("session: %s, want pending until %s", mustJSON(t, sess), reset)
 		}
+		retried := eventData(t, s.SessionID, orchestrator.EventRetryScheduled)
+		if len(retried) != 1 || retried[0]["reason"] != "usage_limit" || retried[0]["next_attempt_at"] != reset.Format(time.RFC3339) {
+			t.Errorf("retry_scheduled events: %s", mustJSON(t, retried))
+		}
+		results := eventData(t, s.SessionID, orchestrator.EventResult)
+		if len(results) != 1 || results[0]["error_code"] != "usage_limit" || results[0]["retry_at"] != reset.Format(time.RFC3339) {
+			t.Fatalf("result events: %s, want usage_limit with retry_at %s", mustJSON(t, results), reset)
+		}
+		admin.with(t).json("POST", "/sessions/"+s.SessionID+"/stop", nil, http.StatusOK, nil)
 	})
 	t.Run("one usage event per API message", func(t *testing.T) {
 		s, r := run(t, "plain", map[string]any{"child_agent": "plain", "child_parameters": map[string]any{"prompt": "child"}})

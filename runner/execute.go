@@ -157,6 +157,13 @@ func (r *Runner) invocation(asg *orchestrator.Assignment) (*orchestrator.Invocat
 	if dir == "" {
 		dir = r.cfg.ProjectDir
 	}
+	if run.TimeoutSeconds > 0 && run.TimeoutSeconds != b.TimeoutSeconds {
+		// The session's timeout (its request's, else the blueprint's when the run was created) bounds the
+		// execution, as the coordinator will.
+		cp := *b
+		cp.TimeoutSeconds = run.TimeoutSeconds
+		b = &cp
+	}
 	return &orchestrator.Invocation{
 		Mode:              run.Type,
 		RunID:             run.ID,
@@ -168,6 +175,7 @@ func (r *Runner) invocation(asg *orchestrator.Assignment) (*orchestrator.Invocat
 		OutputSchema:      run.OutputSchema,
 		Metadata:          run.Metadata,
 		ExecutorSessionID: asg.ExecutorSessionID,
+		Attempt:           max(run.Attempt, 1),
 		MaxBudgetUSD:      asg.MaxBudgetUSD,
 		Env:               map[string]string{orchestrator.EnvSessionID: run.SessionID, orchestrator.EnvRunID: run.ID},
 	}, nil

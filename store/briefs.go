@@ -74,6 +74,10 @@ type RunBrief struct {
 	// failed run whose Attempt is below MaxAttempts may be retried.
 	Attempt     int
 	MaxAttempts int
+	// Timeout is the run's timeout (to the millisecond); TimedOut is set once the coordinator found it
+	// past it.
+	Timeout  time.Duration
+	TimedOut bool
 }
 
 // NewRunBrief returns r's brief: what a store that implements [BriefUpdater] returns after changing r.
@@ -82,7 +86,7 @@ func NewRunBrief(r *orchestrator.Run) *RunBrief {
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
 		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "", TraceParent: r.TraceParent, CreatedAt: r.CreatedAt,
-		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Timeout: time.Duration(r.TimeoutSeconds*1000) * time.Millisecond, TimedOut: r.TimedOutAt != nil,
 	}
 }
 

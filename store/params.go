@@ -83,6 +83,8 @@ type RunUpdate struct {
 	EndedAt         *time.Time
 	// Usage records the run's usage (nil leaves it).
 	Usage *orchestrator.Usage
+	// TimedOutAt records when the run was found past its timeout.
+	TimedOutAt *time.Time
 }
 
 // InputRequestClose is how [Store.CloseInputRequest] closes an open input request.

@@ -207,7 +207,7 @@ func (e *Executor) run(ctx context.Context, inv *orchestrator.Invocation, sink o
 	case proc.Stopped:
 		res.Error = "stopped"
 	case proc.TimedOut:
-		res.Error = "timed out after " + inv.Blueprint.Timeout().String()
+		res.Error, res.ErrorCode = "timed out after "+inv.Blueprint.Timeout().String(), "timeout"
 	default:
 		if code != 0 {
 			if res.Error = pump.ErrorTail(); res.Error == "" {

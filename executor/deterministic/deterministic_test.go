@@ -271,7 +271,7 @@ func TestTimeout(t *testing.T) {
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
-	if o.res.Error != "timed out after 3s" || exitCode(o.res) != -1 {
+	if o.res.Error != "timed out after 3s" || exitCode(o.res) != -1 || o.res.ErrorCode != "timeout" {
 		t.Errorf("Error = %q, ExitCode = %d; want \"timed out after 3s\", -1", o.res.Error, exitCode(o.res))
 	}
 	// The helper ignored SIGTERM: only the SIGKILL after the grace period ended it, and its group with it.

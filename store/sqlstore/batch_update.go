@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun/schema"
 
@@ -50,9 +51,11 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []store.RunsUpdate) ([]*
 	single, err := s.updateGrouped(ctx, reflect.TypeFor[runRow](), qs, ids, runBriefColumns, func(rows *sql.Rows) error {
 		var b store.RunBrief
 		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
-			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts); err != nil {
+			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts, &b.Timeout, &b.TimedOut); err != nil {
 			return err
 		}
+		b.Timeout *= time.Millisecond // stored in milliseconds
+
 		b.CreatedAt = b.CreatedAt.UTC()
 		briefs[b.ID] = &b
 		return nil

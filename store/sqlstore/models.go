@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -321,6 +322,10 @@ type runRow struct {
 	// Retries (migration 50).
 	Attempt     int64 `bun:"attempt"`
 	MaxAttempts int64 `bun:"max_attempts"`
+	// Timeouts (migration 51).
+	TimeoutMS     int64      `bun:"timeout_ms"`
+	StartDeadline *time.Time `bun:"start_deadline"`
+	TimedOutAt    *time.Time `bun:"timed_out_at"`
 }
 
 // limited reports whether the run counts against a concurrency limit, and so needs its slot rows.
@@ -390,6 +395,9 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		KeyLimit:              int64(keyLimit(r)),
 		Attempt:               int64(r.Attempt),
 		MaxAttempts:           int64(r.MaxAttempts),
+		TimeoutMS:             int64(math.Round(r.TimeoutSeconds * 1000)),
+		StartDeadline:         utcPtr(r.StartDeadline),
+		TimedOutAt:            utcPtr(r.TimedOutAt),
 	}, tagRows, nil
 }
 
@@ -443,6 +451,9 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		KeyLimit:        int(row.KeyLimit),
 		Attempt:         int(row.Attempt),
 		MaxAttempts:     int(row.MaxAttempts),
+		TimeoutSeconds:  float64(row.TimeoutMS) / 1000,
+		StartDeadline:   utcPtr(row.StartDeadline),
+		TimedOutAt:      utcPtr(row.TimedOutAt),
 	}
 	if row.Priority > 1 {
 		r.Priority = int(row.Priority) // 1, the default, reads back as 0

@@ -103,6 +103,13 @@ func listRunsQuery(q *bun.SelectQuery, f orchestrator.RunFilter, after *runRow) 
 	if f.AgentName != "" {
 		q = q.Where("agent_name = ?", f.AgentName)
 	}
+	// Written as the partial indexes runs_timed and runs_start_deadline are (migration 51).
+	if f.Timed {
+		q = q.Where("timeout_ms > 0 AND status IN ('claimed', 'running')")
+	}
+	if !f.StartDeadlineBefore.IsZero() {
+		q = q.Where("start_deadline < ? AND status = 'pending'", utc(f.StartDeadlineBefore))
+	}
 	if !f.CreatedBefore.IsZero() {
 		q = q.Where("created_at < ?", utc(f.CreatedBefore))
 	}
@@ -145,17 +152,19 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 	q := runUpdate(id, from, runnerID, u)
 	var b store.RunBrief
 	err := q.runInto(ctx, s, runBriefColumns,
-		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts)
+		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts, &b.Timeout, &b.TimedOut)
 	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
 		return nil, err
 	}
 	b.CreatedAt = b.CreatedAt.UTC()
+	b.Timeout *= time.Millisecond // stored in milliseconds
 	return &b, nil
 }
 
 // runBriefColumns are the columns of a [store.RunBrief], in the order of its fields.
 var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url",
-	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at", "attempt", "max_attempts"}
+	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at", "attempt", "max_attempts",
+	"timeout_ms", "(timed_out_at IS NOT NULL)"}
 
 // runUpdate is the guarded update of UpdateRun.
 func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) guardedUpdate {
@@ -177,6 +186,9 @@ func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u stor
 	}
 	if u.EndedAt != nil {
 		q.set("ended_at", formatTime(*u.EndedAt))
+	}
+	if u.TimedOutAt != nil {
+		q.set("timed_out_at", formatTime(*u.TimedOutAt))
 	}
 	if u.Usage != nil {
 		if b, err := marshalUsage(u.Usage); err == nil {

@@ -128,6 +128,56 @@ func testRetries(t *testing.T, newStore func(*testing.T) store.Store) {
 		wantErr(t, "the next attempt of a refused retry write", err, orchestrator.ErrNotFound)
 	})
 
+	t.Run("TimeoutSweeps", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		p := startRetryCase(t, s) // run_r1, claimed, without a timeout
+		timed := nextAttempt("run_timed", at(1))
+		timed.RunAt, timed.TimeoutSeconds = nil, 1.5
+		deadline := newRun("run_deadline", "ses_r", at(2))
+		deadline.StartDeadline, deadline.Demands.Hostname = ptr(at(100)), "nowhere" // never claimed here
+		for _, r := range []*orchestrator.Run{timed, deadline} {
+			must(t, "CreateRun "+r.ID, s.CreateRun(ctx(t), r))
+			got, err := s.GetRun(ctx(t), r.ID)
+			must(t, "GetRun "+r.ID, err)
+			equal(t, "GetRun "+r.ID, got, r)
+		}
+		list := func(f orchestrator.RunFilter) []string {
+			t.Helper()
+			rs, err := s.ListRuns(ctx(t), f)
+			must(t, "ListRuns", err)
+			return runIDs(rs)
+		}
+		if got := list(orchestrator.RunFilter{Timed: true}); len(got) != 0 {
+			t.Fatalf("timed runs while the timed run is pending = %v, want none", got)
+		}
+		// The session's first attempt ends, so that its run with a timeout may be claimed.
+		_, err := s.UpdateRun(ctx(t), "run_r1", nil, "", store.RunUpdate{Status: ptr(orchestrator.RunFailed)})
+		must(t, "end run_r1", err)
+		p.Now = at(6)
+		if r, err := claimOne(ctx(t), s, p); err != nil || r.ID != "run_timed" {
+			t.Fatalf("claim the timed run: %v, %v", r, err)
+		}
+		equal(t, "claimed or running runs with a timeout", list(orchestrator.RunFilter{Timed: true}), []string{"run_timed"})
+		if bu, ok := s.(store.BriefUpdater); ok {
+			b, err := bu.UpdateRunBrief(ctx(t), "run_timed", nil, "", store.RunUpdate{TimedOutAt: ptr(at(7))})
+			must(t, "UpdateRunBrief", err)
+			if b.Timeout != 1500*time.Millisecond || !b.TimedOut {
+				t.Fatalf("brief of a timed-out run: timeout %s, timed out %v; want 1.5s, true", b.Timeout, b.TimedOut)
+			}
+		} else {
+			_, err := s.UpdateRun(ctx(t), "run_timed", nil, "", store.RunUpdate{TimedOutAt: ptr(at(7))})
+			must(t, "UpdateRun", err)
+		}
+		if r, _ := s.GetRun(ctx(t), "run_timed"); r.TimedOutAt == nil || !r.TimedOutAt.Equal(at(7)) {
+			t.Fatalf("TimedOutAt = %v, want %v", r.TimedOutAt, at(7))
+		}
+		if got := list(orchestrator.RunFilter{StartDeadlineBefore: at(100)}); len(got) != 0 {
+			t.Fatalf("start deadlines before %v = %v, want none (it is at that time)", at(100), got)
+		}
+		equal(t, "pending runs past their start deadline", list(orchestrator.RunFilter{StartDeadlineBefore: at(101)}), []string{"run_deadline"})
+	})
+
 	t.Run("ConcurrentEnds", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
