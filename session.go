@@ -63,6 +63,8 @@ type Session struct {
 	// TraceID is the W3C trace id of the trace the session's first run belongs to (32 hex digits), empty
 	// when it was started without trace context and tracing is off.
 	TraceID string `json:"trace_id,omitempty"`
+	// RerunOf is the session this one re-runs (see [Rerunner]), empty for a session started otherwise.
+	RerunOf string `json:"rerun_of,omitempty"`
 	// Usage is what the session has consumed so far, across all its runs, kept up to date as its usage
 	// events arrive (see [EventUsage]); totals only (Model and Models are empty). docs/usage.md says how
 	// usage events and a run's final figure are reconciled.

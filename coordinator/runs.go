@@ -28,6 +28,11 @@ import (
 // schema; a resumed session keeps its first run's demands and is pinned to the runner of its last run,
 // whose host holds the executor's conversation state.
 func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.StartRunResult, error) {
+	return c.startRun(ctx, p, "")
+}
+
+// startRun is StartRun; a start whose rerunOf is set creates a session that re-runs that one.
+func (c *Coordinator) startRun(ctx context.Context, p orchestrator.StartRunParams, rerunOf string) (*orchestrator.StartRunResult, error) {
 	params, env, err := c.runInputs(&p)
 	if err != nil {
 		return nil, err
@@ -49,7 +54,7 @@ func (c *Coordinator) StartRun(ctx context.Context, p orchestrator.StartRunParam
 	ctx, span := c.tracer.Start(ctx, spanCreate, trace.WithAttributes(attrAgent.String(p.AgentName)))
 	switch p.Type {
 	case orchestrator.RunTypeStart:
-		run, err = c.startSession(ctx, p, params, env, due, key, fx)
+		run, err = c.startSession(ctx, p, params, env, due, key, rerunOf, fx)
 	case orchestrator.RunTypeResume:
 		run, err = c.resumeSession(ctx, p, params, env, due, key, fx)
 	default:

@@ -78,12 +78,13 @@ func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
 }
 
 func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunParams, params json.RawMessage, env map[string]string,
-	due time.Time, key *store.IdempotencyKey, fx *effects,
+	due time.Time, key *store.IdempotencyKey, rerunOf string, fx *effects,
 ) (*orchestrator.Run, error) {
 	s, run, gate, err := c.newSession(ctx, p, params, env, due)
 	if err != nil {
 		return nil, err
 	}
+	s.RerunOf = rerunOf
 	if gate != nil {
 		err = c.createGatedSession(ctx, key, s, run, gate, fx)
 	} else {

@@ -111,6 +111,8 @@ func TestRolePolicy(t *testing.T) {
 		"GET /sessions/{id}/result":          "client runner_instance",
 		"POST /sessions/{id}/stop":           "client runner_instance",
 		"DELETE /sessions/{id}":              "client",
+		"POST /sessions/{id}/rerun":          "client",
+		"POST /sessions/rerun":               "client",
 		"GET /sessions/{id}/events":          "client runner_instance",
 		"GET /sessions/{id}/events/stream":   "client runner_instance",
 		"POST /sessions/{id}/events":         "client runner_instance",

@@ -31,6 +31,8 @@
 //	GET    /sessions/{id}/result[?wait=]        C R    {session_id, status, result?, error?}
 //	POST   /sessions/{id}/stop                  C R    the session
 //	DELETE /sessions/{id}                       C      204; 409 while it runs
+//	POST   /sessions/{id}/rerun                 C      {parameters?: merge patch} → 201 {run_id, session_id, status}; 409 while it runs
+//	POST   /sessions/rerun                      C      {status, agent_name, created_after, limit, dry_run} → {count, session_ids, reruns, errors}
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked
 //	GET    /sessions/{id}/events/stream         C R    Server-Sent Events
 //	POST   /sessions/{id}/events                C R    event | [events] | {events} → 201 {events}

@@ -60,6 +60,8 @@ var probes = map[string]probeRoute{
 	"GET /sessions/{id}/result":          {query: []string{"wait"}},
 	"POST /sessions/{id}/stop":           {},
 	"DELETE /sessions/{id}":              {},
+	"POST /sessions/{id}/rerun":          {body: `{"parameters":{"url":"u","nested":{"k":["v"]}}}`},
+	"POST /sessions/rerun":               {body: `{"status":["failed"],"agent_name":"helper","created_after":"2026-01-01T00:00:00Z","limit":5,"dry_run":true}`},
 	"GET /sessions/{id}/events":          {query: []string{"after", "limit", "wait"}},
 	"GET /sessions/{id}/events/stream":   {query: []string{"after", "limit"}},
 	"POST /sessions/{id}/events":         {body: `{"events":[{"event_type":"progress","message":"m","nested":{"k":["v"]}}]}`},

@@ -76,6 +76,8 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/sessions/{id}/result", Roles: clientsRunners, LongPoll: true}, (*server).getSessionResult},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/stop", Roles: clientsRunners}, (*server).stopSession},
 	{Route{Method: "DELETE", Pattern: "/sessions/{id}", Roles: clients}, (*server).deleteSession},
+	{Route{Method: "POST", Pattern: "/sessions/{id}/rerun", Roles: clients}, (*server).rerunSession},
+	{Route{Method: "POST", Pattern: "/sessions/rerun", Roles: clients}, (*server).rerunSessions},
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events", Roles: clientsRunners, LongPoll: true}, (*server).listEvents},
 	{Route{Method: "GET", Pattern: "/sessions/{id}/events/stream", Roles: clientsRunners, LongPoll: true}, (*server).streamEvents},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/events", Roles: clientsRunners}, (*server).appendEvents},

@@ -20,6 +20,7 @@
 //	list_agent_sessions      {status?, agent_name?, parent_session_id?, limit?, cursor?}  {sessions, next_cursor?}
 //	stop_agent_session       {session_id, cascade?}                    the session's status and basic fields
 //	list_schedules           {agent_name?, limit?, cursor?}            {schedules, next_cursor?} (read-only)
+//	rerun_session            {session_id, parameters?: merge patch}    {session_id, run_id, status} of the new session
 //
 // Every successful answer is a JSON object, sent both as structured content and as its JSON text, and
 // every tool declares its outputSchema: the answer matches it exactly (the server checks each answer

@@ -17,7 +17,7 @@ import (
 
 var allTools = []string{
 	"get_agent_schema", "get_agent_session_result", "get_agent_session_status", "list_agent_blueprints",
-	"list_agent_sessions", "list_schedules", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
+	"list_agent_sessions", "list_schedules", "rerun_session", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
 }
 
 // exerciseTools runs every tool through cs, a client session to a server over f's coordinator, whatever
@@ -293,6 +293,33 @@ func exerciseTools(t *testing.T, f *fixture, cs *mcp.ClientSession) {
 		e := failed(t, call(t, cs, "stop_agent_session", map[string]any{"session_id": "ses_nope"}))
 		if e.Error != "session_not_found" {
 			t.Errorf("stop unknown: %+v", e)
+		}
+	})
+
+	t.Run("rerun_session", func(t *testing.T) {
+		add := ok[mcpserver.RunOutput](t, call(t, cs, "start_agent_session", map[string]any{
+			"agent_name": "add", "parameters": map[string]any{"a": 1, "b": 1},
+		}))
+		re := ok[mcpserver.RunOutput](t, call(t, cs, "rerun_session", map[string]any{
+			"session_id": add.SessionID, "parameters": map[string]any{"b": 41},
+		}))
+		if re.SessionID == "" || re.SessionID == add.SessionID || re.RunID == "" || re.Note == "" {
+			t.Fatalf("rerun_session = %+v, want a new session", re)
+		}
+		res := ok[mcpserver.RunOutput](t, call(t, cs, "get_agent_session_result", map[string]any{"session_id": re.SessionID, "wait_seconds": 30}))
+		if res.Status != orchestrator.SessionCompleted || res.Result == nil || string(res.Result.ResultData) != `{"sum":42}` {
+			t.Errorf("the re-run with b patched to 41 = %+v, want sum 42", res)
+		}
+		if s, err := f.coord.GetSession(ctx, re.SessionID); err != nil || s.RerunOf != add.SessionID {
+			t.Errorf("re-run session = %+v, %v; want rerun_of %s", s, err, add.SessionID)
+		}
+		e := failed(t, call(t, cs, "rerun_session", map[string]any{"session_id": add.SessionID, "parameters": map[string]any{"b": "x"}}))
+		if e.Error != "parameter_validation_failed" {
+			t.Errorf("rerun_session with a patch the schema refuses: %s", e.Raw)
+		}
+		e = failed(t, call(t, cs, "rerun_session", map[string]any{"session_id": "ses_nope"}))
+		if e.Error != "session_not_found" {
+			t.Errorf("rerun_session of an unknown session: %+v", e)
 		}
 	})
 

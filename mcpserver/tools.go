@@ -242,6 +242,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	s.addStartTools(srv)
 	s.addSessionTools(srv)
 	s.addScheduleTools(srv)
+	s.addRerunTool(srv)
 }
 
 // addAgentTools adds list_agent_blueprints and get_agent_schema: what a model reads before it starts an

@@ -50,6 +50,7 @@ type Metrics struct {
 	dispatch    prometheus.Histogram
 	webhooks    *prometheus.CounterVec
 	callbacks   *prometheus.CounterVec
+	reruns      *prometheus.CounterVec
 	storeTx     *prometheus.HistogramVec
 	slotsBusy   prometheus.Gauge
 	usage       usageCounters
@@ -59,8 +60,9 @@ type Metrics struct {
 }
 
 var (
-	_ coordinator.Metrics = (*Metrics)(nil)
-	_ runner.Metrics      = (*Metrics)(nil)
+	_ coordinator.Metrics      = (*Metrics)(nil)
+	_ coordinator.RerunMetrics = (*Metrics)(nil)
+	_ runner.Metrics           = (*Metrics)(nil)
 )
 
 // runBuckets spans what a run takes, from a Go function's milliseconds to an AI agent's hour.
@@ -91,6 +93,9 @@ func New() *Metrics {
 		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orchestrator_callbacks_total", Help: "Callbacks to parent sessions, by outcome (recorded, delivered).",
 		}, []string{"outcome"}),
+		reruns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orchestrator_reruns_total", Help: "Ended sessions started again (re-runs), by agent.",
+		}, []string{"agent"}),
 		storeTx: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "orchestrator_store_tx_seconds", Help: "Duration of the coordinator's store transactions, by operation.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
@@ -100,7 +105,7 @@ func New() *Metrics {
 		}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.storeTx)
+		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.reruns, m.storeTx)
 	m.usage = newUsageCounters(m.reg)
 	return m
 }
@@ -162,6 +167,9 @@ func (m *Metrics) WebhookDelivery(outcome string) { m.webhooks.WithLabelValues(o
 
 // Callback implements [coordinator.Metrics].
 func (m *Metrics) Callback(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }
+
+// Rerun implements [coordinator.RerunMetrics].
+func (m *Metrics) Rerun(agent string) { m.reruns.WithLabelValues(agent).Inc() }
 
 // StoreTx implements [coordinator.Metrics].
 func (m *Metrics) StoreTx(op string, d time.Duration) {

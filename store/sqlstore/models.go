@@ -155,6 +155,7 @@ type sessionRow struct {
 	ErrorCode         string          `bun:"error_code"`
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
+	RerunOf           string          `bun:"rerun_of"`
 	RetryPolicy       json.RawMessage `bun:"retry_policy"`
 	Attempt           int64           `bun:"attempt"`
 	MaxAttempts       int64           `bun:"max_attempts"`
@@ -210,6 +211,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		ErrorCode:         s.ErrorCode,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
+		RerunOf:           s.RerunOf,
 		RetryPolicy:       policy,
 		Attempt:           int64(s.Attempt),
 		MaxAttempts:       int64(s.MaxAttempts),
@@ -247,6 +249,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ErrorCode:         row.ErrorCode,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
+		RerunOf:           row.RerunOf,
 		Attempt:           int(row.Attempt),
 		MaxAttempts:       int(row.MaxAttempts),
 		NextAttemptAt:     utcPtr(row.NextAttemptAt),

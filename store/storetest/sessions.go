@@ -19,6 +19,7 @@ func testSessions(t *testing.T, newStore func(*testing.T) store.Store) {
 		full.ParentSessionID, full.Callback, full.RunnerID, full.CurrentRunID = "ses_parent", true, "lnch_a", "run_1"
 		full.ExecutorSessionID, full.Error, full.LastEventSeq = "claude-123", "boom", 0
 		full.Status, full.EndedAt = orchestrator.SessionFailed, ptr(at(9))
+		full.RerunOf = "ses_original" // a re-run keeps the session it re-runs
 		full.Result = &orchestrator.Result{
 			ResultType: "deterministic", ResultText: "out\n", ResultData: json.RawMessage(`{"pages":[1,2]}`),
 			ExitCode: ptr(3), Error: "exit status 3", Truncated: true,
@@ -46,6 +47,7 @@ func testSessions(t *testing.T, newStore func(*testing.T) store.Store) {
 		for _, tags := range [][]string{nil, {"gpu", "linux"}} {
 			id := fmt.Sprintf("%d", len(tags))
 			se, run := newSession("ses_"+id, base), newRun("run_"+id, "ses_"+id, base)
+			se.RerunOf = "ses_original_" + id
 			run.Demands = orchestrator.Demands{Hostname: "web-1", RunnerID: "lnch_a", Tags: tags}
 			must(t, "CreateSessionWithRun "+id, s.CreateSessionWithRun(ctx(t), se, run))
 			gotS, err := s.GetSession(ctx(t), se.ID)

@@ -1,6 +1,6 @@
 // /ui/sessions/{id}: one session as it runs — status, parameters, events as they arrive (Server-Sent
 // Events, resumed from the last one after a dropped connection), stderr as a log, the result, the parent
-// and the children, and Stop and Resume.
+// and the children, and Stop, Resume and Re-run.
 
 import { api, APIError, followEvents } from './api.js';
 import { h, set, seg, badge, sessionLink, agentLink, time, clock, sessionDuration, message, errorText, pretty, dl, every } from './dom.js';
@@ -17,7 +17,7 @@ const ended = (st) => st === 'completed' || st === 'failed' || st === 'stopped';
 // Event types after which the session itself has changed (status, run, result).
 const lifecycle = new Set(['run_started', 'run_ended', 'result', 'executor_session', 'callback', 'output_truncated']);
 
-export async function sessionPage({ main, params: [id], signal }) {
+export async function sessionPage({ main, params: [id], signal, navigate }) {
   document.title = id + ' · Agent Orchestrator';
   let sess;
   try {
@@ -63,6 +63,7 @@ export async function sessionPage({ main, params: [id], signal }) {
     set(facts, dl([
       ['Agent', [agentLink(sess.agent_name), ' ', h('span', { class: 'muted' }, sess.agent_type)]],
       ['Status', h('span', { id: 'status' }, sess.status)],
+      ['Re-run of', sess.rerun_of ? h('span', { id: 'rerun-of' }, sessionLink(sess.rerun_of)) : undefined],
       ['Parent', sess.parent_session_id ? [sessionLink(sess.parent_session_id), sess.callback ? ' (called back)' : ''] : undefined],
       ['Run', sess.run_id ? h('span', { class: 'mono' }, sess.run_id) : undefined],
       ['Runner', sess.runner_id ? h('span', { class: 'mono' }, sess.runner_id) : undefined],
@@ -118,7 +119,44 @@ export async function sessionPage({ main, params: [id], signal }) {
       form.addEventListener('submit', (ev) => { ev.preventDefault(); resume(prompt); });
       parts.push(form);
     }
+    if (mode !== 'stop') parts.push(rerunForm());
     set(actions, parts);
+  }
+
+  // rerunForm is the Re-run button, with the parameters to change before re-running: the original's,
+  // editable, sent as a JSON merge patch (a key taken out becomes null, which removes it).
+  function rerunForm() {
+    const orig = sess.parameters && typeof sess.parameters === 'object' && !Array.isArray(sess.parameters) ? sess.parameters : {};
+    const edit = h('textarea', { id: 'rerun-parameters', rows: 6, class: 'mono', 'aria-label': 'Parameters for the re-run' }, pretty(orig));
+    const button = h('button', { type: 'submit', id: 'rerun' }, 'Re-run');
+    const form = h('form', { class: 'rerun', novalidate: true }, button,
+      h('details', null, h('summary', null, 'with changed parameters'), edit));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      let body;
+      try {
+        const changed = JSON.parse(edit.value || '{}');
+        if (!changed || typeof changed !== 'object' || Array.isArray(changed)) throw new Error('the parameters must be a JSON object');
+        const patch = { ...changed };
+        for (const k of Object.keys(orig)) if (!(k in changed)) patch[k] = null;
+        body = { parameters: patch };
+      } catch (err) {
+        set(actionNote, message('error', 'Re-run: ' + errorText(err)));
+        edit.focus();
+        return;
+      }
+      button.disabled = true;
+      set(actionNote);
+      try {
+        const res = await api('sessions/' + seg(id) + '/rerun', { method: 'POST', body, signal });
+        navigate('sessions/' + seg(res.session_id));
+      } catch (err) {
+        if (signal.aborted) return;
+        button.disabled = false;
+        set(actionNote, message('error', 'Re-run failed: ' + errorText(err)));
+      }
+    });
+    return form;
   }
 
   async function stop(ev) {

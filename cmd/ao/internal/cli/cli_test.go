@@ -419,6 +419,12 @@ func TestUsageErrors(t *testing.T) {
 		{"sessions", "extra"},
 		{"resume", "ses_1"},
 		{"agents", "--type", "robot"},
+		{"rerun"},
+		{"rerun", "ses_1", "--failed"},
+		{"rerun", "--agent", "web-crawler"},
+		{"rerun", "--failed", "-p", "depth=1"},
+		{"rerun", "--failed", "--limit", "1001"},
+		{"rerun", "--status", "running"},
 	} {
 		f := crawlerFake()
 		app, out, errb := f.app("")
