@@ -43,6 +43,14 @@ type Config struct {
 	// MaxBatchBytes bounds the body of a fan-out; a larger one is 413. A single run's body stays bounded
 	// by MaxBodyBytes. Default 32 MiB; never below MaxBodyBytes.
 	MaxBatchBytes int64
+	// MaxBatchBytesInFlight bounds the bytes that the bodies of fan-outs (POST /runs) and of the routes
+	// that carry results (POST /runner/reports, /runner/runs/{id}/completed, /failed, /stopped) may hold at
+	// once, across all requests: each reserves its Content-Length (a body of unknown length, its route's
+	// whole limit) until it is answered, and one that does not fit is 429 too_many_bytes_in_flight with
+	// Retry-After, before its body is read ([Client] retries it). Default [DefaultMaxBatchBytesInFlight];
+	// never below MaxBatchBytes or MaxReportBytes, so that one request alone always fits; negative: no
+	// limit.
+	MaxBatchBytesInFlight int64
 	// MaxWait caps the wait parameter of long-polling requests (GET /sessions/{id}/result?wait=, GET
 	// /runner/runs?wait=, POST /runs?wait=, GET /sessions/{id}/events?wait=); a larger one is 400. It is
 	// also the wait of a sync POST /runs that names none. Default 5m; keep [ClientConfig.MaxWait] equal.
@@ -171,6 +179,8 @@ type server struct {
 	cfg   Config
 	log   *slog.Logger
 	polls *longPolls // nil: no limit
+	// inflight bounds the large-body routes' bytes in flight (nil: no limit).
+	inflight *bytesInFlight
 	// maxResult is the largest result, as JSON, a registering runner is told it may report.
 	maxResult int64
 	browser   *browserGuard
@@ -196,6 +206,14 @@ func NewHandler(coord orchestrator.Coordinator, cfg Config) http.Handler {
 	if cfg.MaxLongPolls > 0 {
 		s.polls = &longPolls{max: cfg.MaxLongPolls, n: map[string]int{}}
 	}
+	if cfg.MaxBatchBytesInFlight == 0 {
+		cfg.MaxBatchBytesInFlight = DefaultMaxBatchBytesInFlight
+	}
+	if cfg.MaxBatchBytesInFlight > 0 {
+		cfg.MaxBatchBytesInFlight = max(cfg.MaxBatchBytesInFlight, cfg.MaxBatchBytes, cfg.MaxReportBytes)
+	}
+	s.cfg.MaxBatchBytesInFlight = cfg.MaxBatchBytesInFlight
+	s.inflight = newBytesInFlight(cfg.MaxBatchBytesInFlight)
 	mux := http.NewServeMux()
 	for _, rd := range routeTable {
 		mux.Handle(rd.Method+" "+rd.Pattern, s.wrap(rd))
@@ -274,6 +292,7 @@ func (s *server) wrap(rd routeDef) http.Handler {
 	if rd.String() == "POST /runs" { // a fan-out; startRun holds a single run to MaxBodyBytes
 		limit = s.cfg.MaxBatchBytes
 	}
+	large := resultRoutes[rd.String()] || rd.String() == "POST /runs"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A web page's request is refused before anything else: it learns nothing, not even whether a
 		// token would be accepted.
@@ -299,6 +318,13 @@ func (s *server) wrap(rd routeDef) http.Handler {
 			release, ok := s.polls.acquire(s.credential(r))
 			if !ok {
 				s.polls.writeTooMany(w)
+				return
+			}
+			defer release()
+		}
+		if large && s.inflight != nil && r.Body != nil && r.Body != http.NoBody {
+			release, ok := s.inflight.admit(w, r, limit)
+			if !ok {
 				return
 			}
 			defer release()

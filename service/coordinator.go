@@ -62,6 +62,10 @@ type CoordinatorConfig struct {
 	// "*.svc.cluster.local". An open API answers only those; with it set, so does an API with tokens.
 	// Default none.
 	AllowedHosts string
+	// MaxBatchBytesInFlight bounds the bytes of fan-out and report bodies the API reads at once
+	// (-max-batch-bytes-in-flight; httpapi.Config.MaxBatchBytesInFlight): past it, 429
+	// too_many_bytes_in_flight. Default httpapi.DefaultMaxBatchBytesInFlight (64 MiB); negative: no limit.
+	MaxBatchBytesInFlight int64
 	// Coordinator is the coordinator's configuration; the service sets its Store, Logger and Notifier.
 	Coordinator coordinator.Config
 	// Log chooses the log format and level (-log-format, -log-level).
@@ -85,6 +89,7 @@ func (c *CoordinatorConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow an open API (no tokens) on a non-loopback address")
 	fs.BoolVar(&c.UI, "ui", true, "serve the dashboard at /ui/")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "web origins besides the coordinator's own whose pages may call the API from a browser, comma-separated (https://orchestrator.example.com)")
+	fs.Int64Var(&c.MaxBatchBytesInFlight, "max-batch-bytes-in-flight", httpapi.DefaultMaxBatchBytesInFlight, "bytes of fan-out and report bodies read at once, across requests; past it 429 (negative: no limit)")
 	fs.StringVar(&c.AllowedHosts, "allowed-hosts", "", "host names besides localhost and IP addresses that requests may name in Host, comma-separated (orchestrator.example.com, *.svc.cluster.local); an open API answers only those, and with it set so does one with tokens")
 	c.Coordinator.RegisterFlags(fs)
 	if s := os.Getenv(EnvWebhookSecret); s != "" {
@@ -267,9 +272,11 @@ func (c *CoordinatorConfig) tokens() (map[string]httpapi.Role, error) {
 	return tokens, nil
 }
 
-// httpConfig is the API's configuration from -allowed-origins and -allowed-hosts.
+// httpConfig is the API's configuration from -allowed-origins, -allowed-hosts and
+// -max-batch-bytes-in-flight.
 func (c *CoordinatorConfig) httpConfig() httpapi.Config {
-	return httpapi.Config{AllowedOrigins: splitList(c.AllowedOrigins), AllowedHosts: splitList(c.AllowedHosts)}
+	return httpapi.Config{AllowedOrigins: splitList(c.AllowedOrigins), AllowedHosts: splitList(c.AllowedHosts),
+		MaxBatchBytesInFlight: c.MaxBatchBytesInFlight}
 }
 
 // splitList splits a comma-separated flag value, without empty items.

@@ -8,7 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestBrowserRerun: an ended session's page has a Re-run button; pressed as it is, it opens the new
+// TestBrowserRerun: an ended session's page shows only its events (not the stream's end frame) and has a
+// Re-run button; pressed as it is, it opens the new
 // session, which names the original; with a parameter changed in its box, the new session runs with it.
 func TestBrowserRerun(t *testing.T) {
 	w := newWorld(t, nil)
@@ -18,6 +19,15 @@ func TestBrowserRerun(t *testing.T) {
 	origID := startRun(t, w, "", `{"agent_name": "greet", "parameters": {"name": "first"}}`)
 	b.do("open the ended session", chromedp.Navigate(ui+"sessions/"+origID))
 	b.until("the Re-run button", `document.querySelector('h1[data-status="completed"]') && document.querySelector('#rerun')`)
+	// The stream's closing "end" frame is not drawn as an event: every row is a real event, and the page
+	// says undefined nowhere.
+	b.until("the stream closed after the last event", `document.querySelector('#stream-state[data-state="closed"]') && document.querySelector('#events li[data-type="run_ended"]')`)
+	if got := eval[string](b, `[...document.querySelectorAll('#events li')].map(li => li.dataset.type + ' ' + li.dataset.seq).join(', ')`); strings.Contains(got, "undefined") {
+		t.Errorf("an ended session's events are %q: a row that is no event", got)
+	}
+	if eval[bool](b, `document.querySelector('main').textContent.includes('undefined')`) {
+		t.Errorf("an ended session's page says undefined: %q", b.text("#events"))
+	}
 	b.do("re-run it", chromedp.Click(chromedp.CSS(`#rerun`)))
 	b.until("the new session's page", `/\/ui\/sessions\/ses_/.test(location.pathname) && !location.pathname.endsWith(`+js(origID)+`) && document.querySelector('#rerun-of')`)
 	if got := b.text("#rerun-of"); got != origID {

@@ -106,6 +106,9 @@ export async function followEvents(id, { after = 0, signal, onEvent, onState, st
           fatal = new APIError(404, body, (body && body.message) || 'the event stream failed');
           return;
         }
+        // The "end" frame says the stream closes after the session's last event: it is no event itself
+        // (drawn as one, it showed as "#undefined undefined {…}").
+        if (msg.event === 'end') return;
         const ev = JSON.parse(msg.data);
         if (typeof ev.seq === 'number' && ev.seq <= last) return; // already seen
         if (typeof ev.seq === 'number') last = ev.seq;
