@@ -33,6 +33,13 @@ type Metrics interface {
 	StoreTx(op string, d time.Duration)
 }
 
+// RetryMetrics is an optional capability of [Metrics]: counting the retries the coordinator schedules, by
+// agent and reason (exit_code, error, timeout, runner_lost, api_overloaded, api_rate_limited, api_error,
+// usage_limit). Package prommetrics has it.
+type RetryMetrics interface {
+	RunRetried(agent, reason string)
+}
+
 // Store operations measured by [Metrics.StoreTx].
 const (
 	opStartRun      = "start_run"
@@ -99,6 +106,11 @@ func (c *Coordinator) count(fx *effects) {
 	}
 	for _, e := range fx.runsEnded {
 		m.RunEnded(e.run.AgentName, e.status, e.took)
+	}
+	if rm, ok := m.(RetryMetrics); ok {
+		for _, r := range fx.retries {
+			rm.RunRetried(r.agent, r.reason)
+		}
 	}
 	for range fx.callbacksRecorded {
 		m.Callback("recorded")

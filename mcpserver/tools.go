@@ -169,12 +169,17 @@ type SessionOutput struct {
 	ProjectDir      string                     `json:"project_dir,omitempty"`
 	RunID           string                     `json:"run_id,omitempty" jsonschema:"its current (latest) run"`
 	// HasResult says get_agent_session_result has a result to give.
-	HasResult bool       `json:"has_result" jsonschema:"true when get_agent_session_result has a result to give"`
-	Error     string     `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-	EndedAt   *time.Time `json:"ended_at,omitempty"`
-	Note      string     `json:"note,omitempty" jsonschema:"what to do next, when there is something to do"`
+	HasResult bool   `json:"has_result" jsonschema:"true when get_agent_session_result has a result to give"`
+	Error     string `json:"error,omitempty" jsonschema:"why the session failed or stopped"`
+	ErrorCode string `json:"error_code,omitempty" jsonschema:"a machine code for why it failed or stopped (timeout, start_timeout, runner_lost, api_overloaded, …)"`
+	// Attempts under the session's retry policy.
+	Attempt       int        `json:"attempt,omitempty" jsonschema:"its current attempt, from 1; a failed attempt its retry policy allows is followed by the next"`
+	MaxAttempts   int        `json:"max_attempts,omitempty" jsonschema:"how many attempts its retry policy allows (1: no retry)"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty" jsonschema:"when the next attempt is due, while the session waits pending for a retry"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"`
+	Note          string     `json:"note,omitempty" jsonschema:"what to do next, when there is something to do"`
 }
 
 // SessionListOutput is the answer of list_agent_sessions.
@@ -187,7 +192,8 @@ func sessionOutput(s *orchestrator.Session) SessionOutput {
 	return SessionOutput{
 		SessionID: s.ID, AgentName: s.AgentName, AgentType: s.AgentType, Status: s.Status,
 		ParentSessionID: s.ParentSessionID, Callback: s.Callback, ProjectDir: s.ProjectDir,
-		RunID: s.CurrentRunID, HasResult: s.Status.Ended() && s.Result != nil, Error: s.Error,
+		RunID: s.CurrentRunID, HasResult: s.Status.Ended() && s.Result != nil, Error: s.Error, ErrorCode: s.ErrorCode,
+		Attempt: s.Attempt, MaxAttempts: s.MaxAttempts, NextAttemptAt: s.NextAttemptAt,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, EndedAt: s.EndedAt,
 	}
 }

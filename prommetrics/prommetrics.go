@@ -16,6 +16,7 @@
 //	orchestrator_runs_pending                              gauge      runs waiting for a runner
 //	orchestrator_runners_online                            gauge      runners online
 //	orchestrator_webhook_deliveries_total{outcome}         counter    callback_url attempts: delivered, retry, failed
+//	orchestrator_run_retries_total{agent,reason}           counter    retries scheduled: exit_code, error, timeout, runner_lost, api_*, usage_limit
 //	orchestrator_callbacks_total{outcome}                  counter    parent callbacks: recorded, delivered
 //	orchestrator_store_tx_seconds{op}                      histogram  store transactions by operation
 //	orchestrator_runner_slots_busy                         gauge      a runner's slots executing a run (once it reported)
@@ -50,6 +51,7 @@ type Metrics struct {
 	dispatch    prometheus.Histogram
 	webhooks    *prometheus.CounterVec
 	callbacks   *prometheus.CounterVec
+	retries     *prometheus.CounterVec
 	reruns      *prometheus.CounterVec
 	storeTx     *prometheus.HistogramVec
 	slotsBusy   prometheus.Gauge
@@ -62,6 +64,7 @@ type Metrics struct {
 var (
 	_ coordinator.Metrics      = (*Metrics)(nil)
 	_ coordinator.RerunMetrics = (*Metrics)(nil)
+	_ coordinator.RetryMetrics = (*Metrics)(nil)
 	_ runner.Metrics           = (*Metrics)(nil)
 )
 
@@ -93,6 +96,9 @@ func New() *Metrics {
 		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orchestrator_callbacks_total", Help: "Callbacks to parent sessions, by outcome (recorded, delivered).",
 		}, []string{"outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orchestrator_run_retries_total", Help: "Retries scheduled after a failed attempt, by agent and reason.",
+		}, []string{"agent", "reason"}),
 		reruns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orchestrator_reruns_total", Help: "Ended sessions started again (re-runs), by agent.",
 		}, []string{"agent"}),
@@ -105,7 +111,7 @@ func New() *Metrics {
 		}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.reruns, m.storeTx)
+		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.retries, m.reruns, m.storeTx)
 	m.usage = newUsageCounters(m.reg)
 	return m
 }
@@ -164,6 +170,9 @@ func (m *Metrics) RunEnded(agent string, outcome orchestrator.RunStatus, d time.
 
 // WebhookDelivery implements [coordinator.Metrics].
 func (m *Metrics) WebhookDelivery(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
+
+// RunRetried implements [coordinator.RetryMetrics].
+func (m *Metrics) RunRetried(agent, reason string) { m.retries.WithLabelValues(agent, reason).Inc() }
 
 // Callback implements [coordinator.Metrics].
 func (m *Metrics) Callback(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }

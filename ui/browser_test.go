@@ -446,6 +446,22 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("trace id shown = %q, want %s", got, traceID)
 	}
 
+	// A session with a retry policy shows its attempts.
+	res, err = http.Post(w.URL+"/runs", "application/json", strings.NewReader(`{"agent_name": "greet", "parameters": {"name": "retried"}, "retry": {"max_attempts": 3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retried struct {
+		SessionID string `json:"session_id"`
+	}
+	json.NewDecoder(res.Body).Decode(&retried)
+	res.Body.Close()
+	b.do("open the session with retries", chromedp.Navigate(ui+"sessions/"+retried.SessionID))
+	b.until("its attempts", `document.querySelector('#attempts')`)
+	if got := b.text("#attempts"); got != "1 of 3" {
+		t.Errorf("attempts shown = %q, want \"1 of 3\"", got)
+	}
+
 	// The runner, with its slots, agents and what demands match on.
 	b.do("open the runners page", chromedp.Navigate(ui+"runners"))
 	b.until("the runner", `document.querySelector('[data-runner] .slots')`)

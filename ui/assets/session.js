@@ -65,6 +65,7 @@ export async function sessionPage({ main, params: [id], signal, navigate }) {
       ['Status', h('span', { id: 'status' }, sess.status)],
       ['Re-run of', sess.rerun_of ? h('span', { id: 'rerun-of' }, sessionLink(sess.rerun_of)) : undefined],
       ['Parent', sess.parent_session_id ? [sessionLink(sess.parent_session_id), sess.callback ? ' (called back)' : ''] : undefined],
+      ['Attempts', attempts(sess)],
       ['Run', sess.run_id ? h('span', { class: 'mono' }, sess.run_id) : undefined],
       ['Runner', sess.runner_id ? h('span', { class: 'mono' }, sess.runner_id) : undefined],
       ['Trace', sess.trace_id ? h('span', { class: 'mono', id: 'trace-id', title: 'W3C trace id: search for it in your tracing backend' }, sess.trace_id) : undefined],
@@ -325,4 +326,16 @@ function summary(ev) {
 function clip(s) {
   s = String(s);
   return s.length > 300 ? s.slice(0, 300) + '…' : s;
+}
+
+// attempts shows where a session with retries stands: its attempt of how many its policy allows, and
+// when the next one is due while a retry waits. Nothing for a session that may make one attempt.
+function attempts(sess) {
+  const attempt = sess.attempt || 1, max = Math.max(sess.max_attempts || 1, attempt);
+  if (max <= 1) return undefined;
+  const parts = [h('span', { id: 'attempts' }, attempt + ' of ' + max)];
+  if (sess.status === 'pending' && sess.next_attempt_at) {
+    parts.push(', next at ', h('span', { id: 'next-attempt' }, time(sess.next_attempt_at)));
+  }
+  return parts;
 }

@@ -155,7 +155,7 @@ func (e *env) sessions(ctx context.Context, f orchestrator.SessionFilter, limit 
 	}
 	fmt.Fprintln(tw)
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", s.ID, s.AgentName, s.Status, ago(now, s.CreatedAt), duration(now, s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", s.ID, s.AgentName, statusWithAttempts(now, s), ago(now, s.CreatedAt), duration(now, s))
 		if errors {
 			fmt.Fprintf(tw, "\t%s", cut(lastLine(s.Error), 60))
 		}
@@ -238,6 +238,7 @@ func (e *env) show(ctx context.Context, id string) error {
 	row("Agent", s.AgentName+" ("+string(s.AgentType)+")")
 	row("Status", string(s.Status))
 	row("Error", s.Error)
+	row("Attempts", attempts(now, s))
 	row("Parent", s.ParentSessionID)
 	row("Runner", s.RunnerID)
 	row("Project", s.ProjectDir)
@@ -261,7 +262,11 @@ func (e *env) show(ctx context.Context, id string) error {
 			if r.StartedAt != nil && r.EndedAt != nil {
 				took = formatElapsed(r.EndedAt.Sub(*r.StartedAt))
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, r.Status, took, cut(oneLine(r.Error), 60))
+			kind := string(r.Type)
+			if r.Attempt > 1 {
+				kind += fmt.Sprintf(" (attempt %d)", r.Attempt)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, kind, r.Status, took, cut(oneLine(r.Error), 60))
 		}
 		tw.Flush()
 	}
@@ -464,4 +469,31 @@ func (e *env) stop(ctx context.Context, id string, wait time.Duration, opts orch
 		return &exitError{code: ExitFailed}
 	}
 	return nil
+}
+
+// attempts describes a session's attempts under its retry policy — "2 of 3, next in 8s" — or nothing for
+// a session that allows one attempt and made it.
+func attempts(now time.Time, s *orchestrator.Session) string {
+	if s.MaxAttempts <= 1 && s.Attempt <= 1 {
+		return ""
+	}
+	out := fmt.Sprintf("%d of %d", max(s.Attempt, 1), max(s.MaxAttempts, s.Attempt))
+	if s.NextAttemptAt != nil && s.Status == orchestrator.SessionPending {
+		if wait := s.NextAttemptAt.Sub(now); wait > 0 {
+			out += fmt.Sprintf(", next at %s (in %s)", s.NextAttemptAt.Local().Format("15:04:05"), formatElapsed(wait))
+		} else {
+			out += ", next due now"
+		}
+	}
+	return out
+}
+
+// statusWithAttempts is a session's status, with its attempt while a retry waits: "pending (retry 2/3 in
+// 8s)".
+func statusWithAttempts(now time.Time, s *orchestrator.Session) string {
+	if s.Status != orchestrator.SessionPending || s.NextAttemptAt == nil || s.Attempt <= 1 {
+		return string(s.Status)
+	}
+	wait := max(s.NextAttemptAt.Sub(now), 0)
+	return fmt.Sprintf("%s (retry %d/%d in %s)", s.Status, s.Attempt, max(s.MaxAttempts, s.Attempt), formatElapsed(wait))
 }
