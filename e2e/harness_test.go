@@ -773,6 +773,7 @@ const testAgentSchema = `{
 		"release": {"type": "string"},
 		"sleep_ms": {"type": "integer", "minimum": 0},
 		"exit": {"type": "integer"},
+		"fail_first": {"type": "integer", "minimum": 0},
 		"get": {"type": "string"},
 		"tag": {"type": "string"}
 	}

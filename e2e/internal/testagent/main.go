@@ -11,6 +11,8 @@
 //	--release FILE      block until FILE exists
 //	--sleep_ms MS       sleep MS milliseconds
 //	--exit CODE         exit with CODE (after writing a line saying so to stderr)
+//	--fail_first N      exit 3 in its first N runs: while --log holds at most N start lines (a retried session's
+//	                    attempts share the file)
 //	--get PATHS         GET each of the comma-separated paths from the runner's gateway with the run's token,
 //	                    and report each answer's status and body in the output's "gets"
 //	--tag, --url, --depth  ignored (labels, and the web-crawler example's parameters)
@@ -44,6 +46,7 @@ func main() {
 	release := flag.String("release", "", "block until this file exists")
 	sleepMS := flag.Int("sleep_ms", 0, "milliseconds to sleep")
 	exitCode := flag.Int("exit", 0, "exit code")
+	failFirst := flag.Int("fail_first", 0, "exit 3 while --log holds no more than this many start lines (its attempts so far)")
 	gets := flag.String("get", "", "comma-separated paths to GET from the gateway")
 	flag.String("tag", "", "free-form label (ignored)")
 	flag.String("url", "", "ignored (the web-crawler example's parameters)")
@@ -95,6 +98,11 @@ func main() {
 	}
 	if *sleepMS > 0 {
 		time.Sleep(time.Duration(*sleepMS) * time.Millisecond)
+	}
+	if *failFirst > 0 && *exitCode == 0 {
+		if b, err := os.ReadFile(*logFile); err == nil && strings.Count(string(b), "start ") <= *failFirst {
+			*exitCode = 3
+		}
 	}
 	if *exitCode != 0 {
 		appendLine(*logFile, "end "+runID)
