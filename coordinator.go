@@ -49,6 +49,9 @@ type Coordinator interface {
 	StopSession(ctx context.Context, id string, opts ...StopOpts) (*Session, error)
 	// DeleteSession deletes an ended session with its runs and events; a live one is ErrConflict.
 	DeleteSession(ctx context.Context, id string) error
+	// SessionTree returns the session and its descendants, with each one's usage and each subtree's
+	// sums, listed within p's bounds. An unknown session is ErrNotFound.
+	SessionTree(ctx context.Context, id string, p TreeParams) (*SessionTree, error)
 	// ListEvents returns up to limit events after the given sequence number. When wait is positive and there
 	// are none yet, it waits up to wait for the next ones (an empty result means none came).
 	ListEvents(ctx context.Context, sessionID string, after int64, limit int, wait time.Duration) ([]*Event, error)

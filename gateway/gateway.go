@@ -6,7 +6,7 @@
 //
 //   - append events to the run's own session: POST /sessions/{id}/events;
 //   - read the run's session and the sessions it started (its children): GET /sessions/{id},
-//     /sessions/{id}/result, /sessions/{id}/events (paged, long-polled or streamed), GET /sessions (the
+//     /sessions/{id}/result, /sessions/{id}/tree, /sessions/{id}/events (paged, long-polled or streamed), GET /sessions (the
 //     children), GET /runs/{id} and /runs/{id}/result of a run of one of them;
 //   - start children: POST /runs, whose parent_session_id is forced to the run's session (a different
 //     parent is 403; async_callback is checked by the coordinator: only AI parents can be called back),
@@ -216,6 +216,7 @@ var allowed = map[string]bool{
 	"GET /sessions":                    true,
 	"GET /sessions/{id}":               true,
 	"GET /sessions/{id}/result":        true,
+	"GET /sessions/{id}/tree":          true,
 	"POST /sessions/{id}/stop":         true,
 	"GET /sessions/{id}/events":        true,
 	"GET /sessions/{id}/events/stream": true,

@@ -287,6 +287,14 @@ func (s *scoped) StopSession(ctx context.Context, id string, opts ...orchestrato
 	return up(s.inner.StopSession(ctx, id, opts...))
 }
 
+// SessionTree reads the tree of the run's session, or of one of its children.
+func (s *scoped) SessionTree(ctx context.Context, id string, p orchestrator.TreeParams) (*orchestrator.SessionTree, error) {
+	if err := s.readable(ctx, id); err != nil {
+		return nil, err
+	}
+	return up(s.inner.SessionTree(ctx, id, p))
+}
+
 func (s *scoped) DeleteSession(context.Context, string) error {
 	return unavailable("deleting sessions")
 }

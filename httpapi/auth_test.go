@@ -109,6 +109,7 @@ func TestRolePolicy(t *testing.T) {
 		"GET /sessions":                      "client runner_instance",
 		"GET /sessions/{id}":                 "client runner_instance",
 		"GET /sessions/{id}/result":          "client runner_instance",
+		"GET /sessions/{id}/tree":            "client runner_instance",
 		"POST /sessions/{id}/stop":           "client runner_instance",
 		"DELETE /sessions/{id}":              "client",
 		"POST /sessions/{id}/rerun":          "client",

@@ -29,6 +29,7 @@
 //	GET    /sessions[?status=a,b&agent_name=&parent_session_id=&order=&limit=&cursor=]  C R  {sessions, next_cursor}
 //	GET    /sessions/{id}[?wait=]               C R    the session (long-polled until it ends)
 //	GET    /sessions/{id}/result[?wait=]        C R    {session_id, status, result?, error?}
+//	GET    /sessions/{id}/tree[?depth=&max_children=&max_nodes=]  C R  {root: node}: usage and subtree sums
 //	POST   /sessions/{id}/stop                  C R    the session
 //	DELETE /sessions/{id}                       C      204; 409 while it runs
 //	POST   /sessions/{id}/rerun                 C      {parameters?: merge patch} → 201 {run_id, session_id, status}; 409 while it runs

@@ -58,6 +58,7 @@ var probes = map[string]probeRoute{
 	"GET /sessions":                      {query: []string{"status", "agent_name", "parent_session_id", "limit", "cursor", "order", "ended_before"}},
 	"GET /sessions/{id}":                 {query: []string{"wait"}},
 	"GET /sessions/{id}/result":          {query: []string{"wait"}},
+	"GET /sessions/{id}/tree":            {query: []string{"depth", "max_children", "max_nodes"}},
 	"POST /sessions/{id}/stop":           {},
 	"DELETE /sessions/{id}":              {},
 	"POST /sessions/{id}/rerun":          {body: `{"parameters":{"url":"u","nested":{"k":["v"]}}}`},

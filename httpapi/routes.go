@@ -74,6 +74,7 @@ var routeTable = []routeDef{
 	{Route{Method: "GET", Pattern: "/sessions", Roles: clientsRunners}, (*server).listSessions},
 	{Route{Method: "GET", Pattern: "/sessions/{id}", Roles: clientsRunners, LongPoll: true}, (*server).getSession},
 	{Route{Method: "GET", Pattern: "/sessions/{id}/result", Roles: clientsRunners, LongPoll: true}, (*server).getSessionResult},
+	{Route{Method: "GET", Pattern: "/sessions/{id}/tree", Roles: clientsRunners}, (*server).getSessionTree},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/stop", Roles: clientsRunners}, (*server).stopSession},
 	{Route{Method: "DELETE", Pattern: "/sessions/{id}", Roles: clients}, (*server).deleteSession},
 	{Route{Method: "POST", Pattern: "/sessions/{id}/rerun", Roles: clients}, (*server).rerunSession},

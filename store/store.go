@@ -115,6 +115,11 @@ type Store interface {
 	// LastEvent returns the newest event of one of the given types with Seq > afterSeq; ErrNotFound if none.
 	LastEvent(ctx context.Context, sessionID string, types []string, afterSeq int64) (*orchestrator.Event, error)
 
+	// SessionTree returns the session rootID and its descendants through every generation (detached
+	// ones included), generation by generation — the root first — and at most limit of them, with one
+	// query. An unknown root is ErrNotFound.
+	SessionTree(ctx context.Context, rootID string, limit int) ([]*TreeSession, error)
+
 	CreateCallback(ctx context.Context, c *orchestrator.Callback) error
 	// ListCallbacks returns callbacks oldest first.
 	ListCallbacks(ctx context.Context, f CallbackFilter) ([]*orchestrator.Callback, error)

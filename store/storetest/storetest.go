@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Artifacts", testArtifacts},
 		{"InputRequests", testInputRequests},
 		{"Usage", testUsage},
+		{"SessionTree", testSessionTree},
 		{"Retries", testRetries},
 	}
 	for _, s := range suites {
