@@ -20,6 +20,10 @@
 //	list_agent_sessions      {status?, agent_name?, parent_session_id?, limit?, cursor?}  {sessions, next_cursor?}
 //	stop_agent_session       {session_id, cascade?}                    the session's status and basic fields
 //	list_schedules           {agent_name?, limit?, cursor?}            {schedules, next_cursor?} (read-only)
+//	ask_human                {prompt, schema?, timeout_seconds?}       the input request, once answered (waits)
+//	get_input_request        {request_id, wait_seconds?}               the input request
+//	list_input_requests      {status?, session_id?, limit?, cursor?}   {input_requests, next_cursor?}
+//	answer_input_request     {request_id, answer}                      the answered request (people, not agents)
 //	rerun_session            {session_id, parameters?: merge patch}    {session_id, run_id, status} of the new session
 //
 // Every successful answer is a JSON object, sent both as structured content and as its JSON text, and

@@ -204,7 +204,7 @@ var modes = []any{string(orchestrator.ModeSync), string(orchestrator.ModeAsyncPo
 
 var (
 	sessionStatuses = []any{string(orchestrator.SessionPending), string(orchestrator.SessionRunning),
-		string(orchestrator.SessionCompleted), string(orchestrator.SessionFailed), string(orchestrator.SessionStopped)}
+		string(orchestrator.SessionCompleted), string(orchestrator.SessionFailed), string(orchestrator.SessionStopped), string(orchestrator.SessionWaiting)}
 	agentTypes = []any{string(orchestrator.AgentTypeAgent), string(orchestrator.AgentTypeDeterministic)}
 )
 
@@ -248,6 +248,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	s.addStartTools(srv)
 	s.addSessionTools(srv)
 	s.addScheduleTools(srv)
+	s.addInputTools(srv)
 	s.addRerunTool(srv)
 }
 
@@ -361,7 +362,7 @@ func (s *server) addSessionTools(srv *mcp.Server) {
 	addTool(s, srv, &mcp.Tool{
 		Name:        "get_agent_session_status",
 		Title:       "Get a session's status",
-		Description: `Get a session's status — pending, running, completed, failed or stopped — and its basic fields (agent, parent session, current run, error, times), without waiting and without its result (use get_agent_session_result for that).`,
+		Description: `Get a session's status — pending, waiting (for a person to answer an input request: see list_input_requests), running, completed, failed or stopped — and its basic fields (agent, parent session, current run, error, times), without waiting and without its result (use get_agent_session_result for that).`,
 		Annotations: readOnly(),
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/testkit"
 	"github.com/agentorchestrator/orchestrator/mcpserver"
 )
 
@@ -134,6 +135,24 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An approval gate for get_input_request and answer_input_request, and a running session whose agent
+	// asks a question that expires, for ask_human.
+	gated, err := f.coord.StartRun(context.Background(), orchestrator.StartRunParams{AgentName: "add", Parameters: []byte(`{"a":1,"b":2}`), RequireApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates, err := f.coord.ListInputRequests(context.Background(), orchestrator.InputRequestFilter{SessionID: gated.SessionID})
+	if err != nil || len(gates) != 1 {
+		t.Fatalf("gate: %v, %v", gates, err)
+	}
+	askKey := t.Name() + "/ask"
+	if _, err := f.coord.StartRun(context.Background(), orchestrator.StartRunParams{AgentName: "slow", Parameters: []byte(`{"key":"` + askKey + `"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	askSession := f.gates.waitStarted(t, askKey)
+	testkit.WaitFor(t, testTimeout, "the asking session running", func() bool { return getSession(t, f, askSession).Status == orchestrator.SessionRunning })
+	defer f.gates.get(askKey).open()
+
 	// The script runs from a directory of its own whose node_modules is the cached installation.
 	work := t.TempDir()
 	script, err := os.ReadFile(filepath.Join(tsclientDir, "client.mjs"))
@@ -151,7 +170,7 @@ func TestTypeScriptClient(t *testing.T) {
 	key := t.Name()
 	cmd := exec.CommandContext(ctx, "node", "client.mjs")
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "MCP_URL="+endpoint, "SLOW_KEY="+key)
+	cmd.Env = append(os.Environ(), "MCP_URL="+endpoint, "SLOW_KEY="+key, "REQUEST_ID="+gates[0].ID, "ASK_SESSION="+askSession)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -3,7 +3,8 @@
 // prints: one JSON object on stdout. A check that fails here is reported in "failures"; an unexpected
 // exception exits with status 1.
 //
-// Environment: MCP_URL (the server's endpoint), SLOW_KEY (the gate of the "slow" agent to cancel).
+// Environment: MCP_URL (the server's endpoint), SLOW_KEY (the gate of the "slow" agent to cancel),
+// REQUEST_ID (an open approval request), ASK_SESSION (a running session whose agent asks a question).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -56,8 +57,31 @@ const addID = added?.structuredContent?.session_id;
 await call('get_agent_session_status', { session_id: addID });
 await call('get_agent_session_result', { session_id: addID, wait_seconds: 5 });
 await call('list_agent_sessions', { agent_name: 'add' });
+await call('rerun_session', { session_id: addID });
 await call('stop_agent_session', { session_id: addID });
 await call('list_schedules', {});
+await call('list_input_requests', {});
+await call('get_input_request', { request_id: process.env.REQUEST_ID });
+await call('answer_input_request', { request_id: process.env.REQUEST_ID, answer: { approved: false, comment: 'no' } });
+{
+  // ask_human is an agent's: its client names its session. Nobody answers; the question expires.
+  const agent = new Client({ name: 'tsclient-agent', version: '1.0.0' });
+  await agent.connect(new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), {
+    requestInit: { headers: { 'X-Agent-Session-Id': process.env.ASK_SESSION } },
+  }));
+  await agent.listTools();
+  try {
+    const res = await agent.callTool({ name: 'ask_human', arguments: { prompt: 'Which region?', timeout_seconds: 1 } });
+    out.calls.ask_human = {
+      is_error: res.isError === true,
+      structured: res.structuredContent ?? null,
+      texts: (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text),
+    };
+  } catch (e) {
+    fail(`ask_human: callTool threw: ${e.message}`);
+  }
+  await agent.close();
+}
 
 // A tool error from a tool with an output schema: returned, not thrown.
 await call('get_agent_schema', { agent_name: 'no-such-agent' }, 'unknown_agent');
