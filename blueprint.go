@@ -82,6 +82,14 @@ type Blueprint struct {
 	// MaxConcurrentPerKey bounds the agent's runs at once that carry the same concurrency key
 	// ([StartRunParams].ConcurrencyKey); zero means 1. At most 10000.
 	MaxConcurrentPerKey int `json:"max_concurrent_per_key,omitempty"`
+	// RateLimit, when set, bounds how many of the agent's runs start per time window ([RateLimit]).
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Cache, when set, answers identical starts of a deterministic agent from a completed result
+	// ([CachePolicy]). AI agents cannot have one.
+	Cache *CachePolicy `json:"cache,omitempty"`
+	// Version is the operator's label for the blueprint's behaviour (a tool's release, say). It is part of
+	// the blueprint's content hash: changing it invalidates the agent's cached results.
+	Version string `json:"version,omitempty"`
 
 	// Approval, when Required, makes every new session of the agent wait for a person's approval before
 	// any runner gets its run (docs/human-input.md).
@@ -159,6 +167,22 @@ func (b *Blueprint) Validate() error {
 	}
 	if b.MaxConcurrent < 0 || b.MaxConcurrent > maxConcurrency || b.MaxConcurrentPerKey < 0 || b.MaxConcurrentPerKey > maxConcurrency {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: max_concurrent and max_concurrent_per_key must be between 0 and %d", b.Name, maxConcurrency)
+	}
+	if b.RateLimit != nil {
+		if err := b.RateLimit.validate(); err != nil {
+			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: %v", b.Name, err)
+		}
+	}
+	if b.Cache != nil {
+		if b.Type != AgentTypeDeterministic {
+			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: cache is for deterministic agents only: an AI agent's output is not a function of its input", b.Name)
+		}
+		if err := b.Cache.validate(); err != nil {
+			return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: %v", b.Name, err)
+		}
+	}
+	if len(b.Version) > 128 {
+		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: version must be at most 128 characters", b.Name)
 	}
 	if b.Approval != nil && (b.Approval.TimeoutSeconds < 0 || b.Approval.Timeout() > MaxInputTimeout) {
 		return Errorf(ErrInvalid, "invalid_blueprint", "blueprint %q: approval.timeout_seconds must be between 0 and %d (30 days)", b.Name, int(MaxInputTimeout.Seconds()))

@@ -114,6 +114,9 @@ type AgentInfo struct {
 	// RunnerID is the runner that owns a deterministic agent.
 	RunnerID string `json:"runner_id,omitempty"`
 	Disabled bool   `json:"disabled,omitempty"`
+	// Cache and RateLimit are the agent's result cache and rate limit policies, when it has them.
+	Cache     *CachePolicy `json:"cache,omitempty"`
+	RateLimit *RateLimit   `json:"rate_limit,omitempty"`
 	// Blueprint is the full definition of a registry (AI) agent, returned by GetAgent.
 	Blueprint *Blueprint `json:"blueprint,omitempty"`
 }
@@ -174,6 +177,9 @@ type StartRunParams struct {
 	// ConcurrencyKey puts the run under the agent's max_concurrent_per_key with the other runs of the
 	// agent carrying the same key.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Cache is what the start asks of its agent's result cache: "use" (the default), "bypass" or
+	// "refresh" ([CacheMode]). It changes nothing for an agent without a cache.
+	Cache CacheMode `json:"cache,omitempty"`
 
 	// Detached makes a child session outlive its parent: a stop that cascades down the tree, or the
 	// parent's failure, does not reach it or the sessions below it. It still counts in its tree's limits.

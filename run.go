@@ -43,6 +43,18 @@ type Run struct {
 	// A claim never takes a run past them; the run stays pending until a slot frees.
 	AgentLimit int `json:"agent_limit,omitempty"`
 	KeyLimit   int `json:"key_limit,omitempty"`
+	// RateLimit and RatePeriod are the agent's rate limit when the run was created (0: none): the claim
+	// takes the run only while fewer than RateLimit runs of its RateBucket were claimed in the RatePeriod
+	// before it. RateBucket is the canonical JSON of the parameter the limit is keyed by, "" for one bucket
+	// per agent.
+	RateLimit  int           `json:"rate_limit,omitempty"`
+	RatePeriod time.Duration `json:"-"`
+	RateBucket string        `json:"rate_bucket,omitempty"`
+	// CacheKey is the run's result cache key ([CacheKey]), when its agent has a cache; CacheRole is what
+	// the run does with it: "lead" (executes, fills the cache and answers the starts waiting for it),
+	// "write" (a bypass: executes and fills the cache) or "wait" (waits, parked, for the leader's result).
+	CacheKey  string `json:"cache_key,omitempty"`
+	CacheRole string `json:"cache_role,omitempty"`
 	// Attempt is the run's attempt within its session, from 1: a retry of a failed run is a new run with
 	// the next number. MaxAttempts is how many attempts the session's policy allows.
 	Attempt     int `json:"attempt"`

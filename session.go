@@ -50,6 +50,13 @@ type Session struct {
 	// [Result.ErrorCode] of its last run, or the coordinator's own reason (a timeout, a refused approval, a
 	// budget, a stopped parent, …). docs/http-api.md lists the codes.
 	ErrorCode string `json:"error_code,omitempty"`
+	// CachedFrom is the session whose result this one shares: set on a session answered from the result
+	// cache, or that waited for an identical start in flight ([CachePolicy]).
+	CachedFrom string `json:"cached_from,omitempty"`
+	// WaitingReason says why a pending session's run has not started, when the coordinator knows a reason
+	// other than a busy runner: "rate_limited" (its agent's [RateLimit] holds it) or "cache_in_flight" (it
+	// waits for an identical start's result). It is computed when the session is read, not stored.
+	WaitingReason string `json:"waiting_reason,omitempty"`
 	// Attempt is the number of the session's current attempt, from 1: a retry after a failed attempt
 	// counts it up, a resume starts again at 1.
 	Attempt int `json:"attempt"`

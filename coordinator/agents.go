@@ -52,6 +52,8 @@ func agentInfo(a *store.Agent, full bool) *orchestrator.AgentInfo {
 		AllowedEnv:       b.AllowedEnv,
 		RunnerID:         a.RunnerID,
 		Disabled:         b.Disabled,
+		Cache:            b.Cache,
+		RateLimit:        b.RateLimit,
 	}
 	if full {
 		info.ParametersSchema = b.EffectiveParametersSchema()

@@ -53,6 +53,9 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 			invalid = append(invalid, item)
 			continue
 		}
+		if run.CacheKey != "" {
+			run.CacheRole = cacheWrite // a fan-out executes every item; its results fill the cache
+		}
 		sessions, runs, gates = append(sessions, s), append(runs, run), append(gates, gate)
 		gated = gated || gate != nil
 	}

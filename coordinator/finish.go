@@ -20,8 +20,14 @@ import (
 // one, else the newest result event of the run, else its last assistant message — appends the result and
 // run_ended events, and records and delivers callbacks.
 func (c *Coordinator) finishRun(ctx context.Context, tx store.Store, fx *effects, runID, runnerID string, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) error {
+	return c.finishRunFrom(ctx, tx, fx, runID, runnerID, runStatusesBefore(status), status, res, errMsg)
+}
+
+// finishRunFrom is finishRun guarded by the run statuses from: a run answered from the result cache
+// completes while pending, which no runner's report may do.
+func (c *Coordinator) finishRunFrom(ctx context.Context, tx store.Store, fx *effects, runID, runnerID string, from []orchestrator.RunStatus, status orchestrator.RunStatus, res *orchestrator.Result, errMsg string) error {
 	e := c.newEnding(runID, runnerID, status, res, errMsg)
-	run, err := updateRunBrief(ctx, tx, runID, runStatusesBefore(status), runnerID, e.runUpdate())
+	run, err := updateRunBrief(ctx, tx, runID, from, runnerID, e.runUpdate())
 	if err != nil {
 		return err
 	}
@@ -253,6 +259,11 @@ func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *e
 	}
 	if run.Limited {
 		fx.wakeAll = true // a slot freed: runs its limit held back may be claimed now
+	}
+	if run.CacheKey != "" && (run.CacheRole == cacheLead || run.CacheRole == cacheWrite) {
+		if err := c.cacheRunEnded(ctx, tx, fx, run, status, res, s.ID); err != nil {
+			return err
+		}
 	}
 	if run.CallbackURL != "" {
 		if err := c.queueWebhook(ctx, tx, fx, run, orchestrator.WebhookPayload{

@@ -85,6 +85,11 @@ func (c *Coordinator) claimed(ctx context.Context, runnerID string, now time.Tim
 	}
 	for _, r := range runs {
 		c.traceClaim(ctx, r, runnerID)
+		if r.RateLimit > 0 && r.ClaimedAt != nil {
+			// The bucket's window slides past this claim then: wake the polls, so that a run the limit
+			// holds starts as soon as the window allows, not at the next poll timeout.
+			c.armDue(r.ClaimedAt.Add(r.RatePeriod+time.Millisecond), true)
+		}
 	}
 }
 
@@ -127,6 +132,8 @@ type Gauges struct {
 	RunnersOnline int
 	// RunsPending is how many runs wait for a runner.
 	RunsPending int
+	// RunsRateLimited is, per agent, how many pending runs its rate limit holds now.
+	RunsRateLimited map[string]int
 }
 
 // runCounter is an optional capability of a store: counting the runs of one status without reading
@@ -144,6 +151,9 @@ func (c *Coordinator) Gauges(ctx context.Context) (Gauges, error) {
 		return g, err
 	}
 	g.RunnersOnline = len(online)
+	if g.RunsRateLimited, err = c.store.RateLimitedRuns(ctx, c.now()); err != nil {
+		return g, err
+	}
 	if rc, ok := c.store.(runCounter); ok {
 		g.RunsPending, err = rc.CountRuns(ctx, orchestrator.RunPending)
 		return g, err

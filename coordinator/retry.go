@@ -142,6 +142,13 @@ func (c *Coordinator) planRetry(ctx context.Context, tx store.Store, e *ending) 
 		MaxAttempts:    full.MaxAttempts,
 		TimeoutSeconds: full.TimeoutSeconds, // each attempt has the whole timeout; a start deadline is the first's
 		CreatedAt:      e.now,
+		RateLimit:      full.RateLimit,
+		RatePeriod:     full.RatePeriod,
+		RateBucket:     full.RateBucket,
+	}
+	if full.CacheRole != cacheWait {
+		// A retried leader still leads: the starts waiting for it wait for its next attempt.
+		next.CacheKey, next.CacheRole = full.CacheKey, full.CacheRole
 	}
 	if resumesRetry(s, full, reason) {
 		// The executor kept the conversation the failed attempt had (Claude Code's session): the retry

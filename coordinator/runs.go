@@ -139,7 +139,7 @@ func (c *Coordinator) waitRun(ctx context.Context, runID, sessionID string, wait
 	// A run's end is told on its session's key, like the session's own.
 	if _, err := c.await(ctx, wait, sessionKey(sessionID), "", func() (bool, error) {
 		var err error
-		if s, err = c.GetSession(ctx, sessionID); err != nil {
+		if s, err = c.getSession(ctx, sessionID); err != nil {
 			return false, err
 		}
 		if s.CurrentRunID == runID {
@@ -337,6 +337,9 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 			return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "demands: %v", err)
 		}
 	}
+	if err := checkCacheMode(p); err != nil {
+		return err
+	}
 	if p.Mode == orchestrator.ModeAsyncCallback && p.ParentSessionID == "" && p.Type != orchestrator.RunTypeResume {
 		return orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "async_callback mode needs parent_session_id: the session to resume with the result")
 	}
@@ -464,6 +467,9 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 		b = agent.Blueprint // the agent's limits as they are now
 	}
 	submit(run, &p, due, b)
+	if b != nil && b.RateLimit != nil {
+		run.RateBucket = b.RateLimit.Bucket(s.Parameters) // a resume's parameters are its prompt: the session's say whose it is
+	}
 	run.TimeoutSeconds, _ = runTimeouts(&p, b, run.CreatedAt, due) // a resume has no start deadline
 	err = c.commitRun(ctx, key, run, func(ctx context.Context, tx store.Store) error {
 		return tx.InTx(ctx, func(ctx context.Context, tx store.Store) error { return c.queueResume(ctx, tx, s, run) })

@@ -13,9 +13,43 @@ import (
 	"github.com/agentorchestrator/orchestrator/store"
 )
 
-// GetSession returns a session.
+// GetSession returns a session; a pending one says why it waits when a rate limit holds its run or it
+// waits for an identical start's result (WaitingReason).
 func (c *Coordinator) GetSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+	s, err := c.getSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.waitingReason(ctx, s)
+	return s, nil
+}
+
+// getSession is GetSession without the waiting reason: what the coordinator's own waits read.
+func (c *Coordinator) getSession(ctx context.Context, id string) (*orchestrator.Session, error) {
 	return lookup(c.store.GetSession(ctx, id)).as("session", id)
+}
+
+// waitingReason sets s.WaitingReason when s is pending for a reason the store knows: its run waits for an
+// identical start in flight (cache_in_flight), or its bucket's rate limit is full (rate_limited). A
+// failed look leaves it empty: the reason is a hint, not a state.
+func (c *Coordinator) waitingReason(ctx context.Context, s *orchestrator.Session) {
+	if s.Status != orchestrator.SessionPending || s.CurrentRunID == "" {
+		return
+	}
+	run, err := c.store.GetRun(ctx, s.CurrentRunID)
+	if err != nil || run.Status != orchestrator.RunPending {
+		return
+	}
+	now := c.now()
+	switch {
+	case run.CacheRole == cacheWait:
+		s.WaitingReason = orchestrator.WaitingCacheInFlight
+	case run.RateLimit > 0 && (run.RunAt == nil || !run.RunAt.After(now)):
+		n, err := c.store.RateLimitStarts(ctx, run.AgentName, run.RateBucket, now.Add(-run.RatePeriod))
+		if err == nil && n >= run.RateLimit {
+			s.WaitingReason = orchestrator.WaitingRateLimited
+		}
+	}
 }
 
 // ListSessions returns a page of sessions, oldest first. Limit defaults to 100 and is capped at 1000;
@@ -47,10 +81,13 @@ func (c *Coordinator) WaitSession(ctx context.Context, id string, wait time.Dura
 	var s *orchestrator.Session
 	done, err := c.await(ctx, wait, sessionKey(id), "", func() (bool, error) {
 		var err error
-		s, err = c.GetSession(ctx, id)
+		s, err = c.getSession(ctx, id)
 		return err == nil && s.Status.Ended(), err
 	})
 	if err != nil || done || wait <= 0 {
+		if s != nil {
+			c.waitingReason(ctx, s)
+		}
 		return s, err
 	}
 	return c.GetSession(ctx, id) // as it is when the wait ends
@@ -85,9 +122,20 @@ func (c *Coordinator) startSession(ctx context.Context, p orchestrator.StartRunP
 		return nil, err
 	}
 	s.RerunOf = rerunOf
-	if gate != nil {
+	if run.CacheKey != "" && (gate != nil || rerunOf != "") {
+		// A gated start executes once approved, later, and a rerun asks to execute again: both fill the
+		// cache and read nothing.
+		run.CacheRole = cacheWrite
+	}
+	switch {
+	case gate != nil:
 		err = c.createGatedSession(ctx, key, s, run, gate, fx)
-	} else {
+	case run.CacheKey != "" && run.CacheRole == "":
+		if err := c.startCached(ctx, p, key, s, run, fx); err != nil {
+			return nil, err
+		}
+		return run, nil
+	default:
 		err = c.createSession(ctx, key, s, run)
 	}
 	if err != nil {
@@ -179,6 +227,9 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		return nil, nil, nil, err
 	}
 	submit(run, &p, due, b)
+	if err := cacheKeyOf(run, b, env, &p); err != nil {
+		return nil, nil, nil, err
+	}
 	s.Retry, s.MaxAttempts = sessionRetry(&p, b)
 	s.Attempt, run.Attempt, run.MaxAttempts = 1, 1, s.MaxAttempts
 	run.TimeoutSeconds, run.StartDeadline = runTimeouts(&p, b, now, due)

@@ -76,6 +76,9 @@ func submit(run *orchestrator.Run, p *orchestrator.StartRunParams, due time.Time
 		run.RunAt = &due
 	}
 	run.ConcurrencyKey = p.ConcurrencyKey
+	if b != nil && b.RateLimit != nil {
+		run.RateLimit, run.RatePeriod, run.RateBucket = b.RateLimit.Limit, b.RateLimit.Period(), b.RateLimit.Bucket(run.Parameters)
+	}
 	if b != nil {
 		run.AgentLimit = b.MaxConcurrent
 		if p.ConcurrencyKey != "" {

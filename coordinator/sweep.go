@@ -196,6 +196,9 @@ func (c *Coordinator) unpark(ctx context.Context, runners []*orchestrator.Runner
 	}
 	var ids []string
 	for _, run := range parked {
+		if run.CacheRole == cacheWait {
+			continue // it waits for an identical start's result, not for a runner
+		}
 		for _, r := range runners {
 			if run.Demands.Matches(run.AgentType, r) {
 				ids = append(ids, run.ID)
@@ -246,6 +249,9 @@ const retentionBatch = 500
 // sweepRetention deletes idempotency keys older than IdempotencyRetention, and sessions that ended
 // longer ago than Retention, batch by batch.
 func (c *Coordinator) sweepRetention(ctx context.Context) error {
+	if err := c.pruneCache(ctx); err != nil {
+		return err
+	}
 	if err := c.pruneIdempotencyKeys(ctx); err != nil {
 		return err
 	}

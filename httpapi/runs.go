@@ -153,10 +153,16 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 type runRequest struct {
 	orchestrator.StartRunParams
 	Delay string `json:"delay,omitempty"`
+	// RateLimit is read only to be refused: a run takes its agent's rate limit and cannot set or loosen it.
+	RateLimit json.RawMessage `json:"rate_limit,omitempty"`
 }
 
 func (b *runRequest) params() (orchestrator.StartRunParams, error) {
 	p := b.StartRunParams
+	if len(b.RateLimit) > 0 {
+		return p, orchestrator.Errorf(orchestrator.ErrInvalid, "rate_limit_not_allowed",
+			"rate_limit belongs to the agent's blueprint; a run cannot set or loosen it")
+	}
 	if b.Delay != "" {
 		d, err := time.ParseDuration(b.Delay)
 		if err != nil || d < 0 {

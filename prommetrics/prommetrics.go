@@ -55,6 +55,7 @@ type Metrics struct {
 	reruns      *prometheus.CounterVec
 	storeTx     *prometheus.HistogramVec
 	slotsBusy   prometheus.Gauge
+	cache       *prometheus.CounterVec
 	usage       usageCounters
 	// slotsOnce registers slotsBusy at a runner's first report, so a coordinator's scrape does not show
 	// a runner gauge.
@@ -63,6 +64,7 @@ type Metrics struct {
 
 var (
 	_ coordinator.Metrics      = (*Metrics)(nil)
+	_ coordinator.CacheMetrics = (*Metrics)(nil)
 	_ coordinator.RerunMetrics = (*Metrics)(nil)
 	_ coordinator.RetryMetrics = (*Metrics)(nil)
 	_ runner.Metrics           = (*Metrics)(nil)
@@ -106,12 +108,15 @@ func New() *Metrics {
 			Name: "orchestrator_store_tx_seconds", Help: "Duration of the coordinator's store transactions, by operation.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"op"}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orchestrator_cache_requests_total", Help: "Starts of agents with a result cache, by agent and outcome (hit, miss, joined, bypass, refresh).",
+		}, []string{"agent", "outcome"}),
 		slotsBusy: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "orchestrator_runner_slots_busy", Help: "The runner's slots executing a run.",
 		}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.retries, m.reruns, m.storeTx)
+		m.runsCreated, m.runsTotal, m.runDuration, m.dispatch, m.webhooks, m.callbacks, m.retries, m.reruns, m.storeTx, m.cache)
 	m.usage = newUsageCounters(m.reg)
 	return m
 }
@@ -124,23 +129,29 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// WatchCoordinator registers orchestrator_runs_pending and orchestrator_runners_online, read from c's
-// store ([coordinator.Coordinator.Gauges]) at each scrape. A read that fails leaves both out of that
-// scrape (and counts in promhttp_metric_handler_errors_total).
+// WatchCoordinator registers orchestrator_runs_pending, orchestrator_runners_online and
+// orchestrator_runs_rate_limited{agent}, read from c's store ([coordinator.Coordinator.Gauges]) at each
+// scrape. A read that fails leaves them out of that scrape (and counts in
+// promhttp_metric_handler_errors_total).
 func (m *Metrics) WatchCoordinator(c *coordinator.Coordinator) {
 	m.reg.MustRegister(&gauges{c: c,
 		pending: prometheus.NewDesc("orchestrator_runs_pending", "Runs waiting for a runner.", nil, nil),
 		online:  prometheus.NewDesc("orchestrator_runners_online", "Runners online (not stale, not offline).", nil, nil),
+		limited: prometheus.NewDesc("orchestrator_runs_rate_limited", "Pending runs their agent's rate limit holds, by agent.", []string{"agent"}, nil),
 	})
 }
 
 // gauges collects the coordinator's state counts at scrape time.
 type gauges struct {
-	c               *coordinator.Coordinator
-	pending, online *prometheus.Desc
+	c                        *coordinator.Coordinator
+	pending, online, limited *prometheus.Desc
 }
 
-func (g *gauges) Describe(ch chan<- *prometheus.Desc) { ch <- g.pending; ch <- g.online }
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.pending
+	ch <- g.online
+	ch <- g.limited
+}
 
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -152,7 +163,13 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(g.pending, prometheus.GaugeValue, float64(v.RunsPending))
 	ch <- prometheus.MustNewConstMetric(g.online, prometheus.GaugeValue, float64(v.RunnersOnline))
+	for agent, n := range v.RunsRateLimited {
+		ch <- prometheus.MustNewConstMetric(g.limited, prometheus.GaugeValue, float64(n), agent)
+	}
 }
+
+// CacheRequest implements [coordinator.CacheMetrics].
+func (m *Metrics) CacheRequest(agent, outcome string) { m.cache.WithLabelValues(agent, outcome).Inc() }
 
 // RunCreated implements [coordinator.Metrics].
 func (m *Metrics) RunCreated(agent string) { m.runsCreated.WithLabelValues(agent).Inc() }

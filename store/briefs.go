@@ -70,6 +70,10 @@ type RunBrief struct {
 	Limited     bool
 	TraceParent string
 	CreatedAt   time.Time
+	// CacheKey and CacheRole are the run's result cache key and role ([orchestrator.Run].CacheKey): the
+	// end of a run that fills the cache writes it and answers the runs waiting for it.
+	CacheKey  string
+	CacheRole string
 	// Attempt and MaxAttempts are the run's attempt and how many its session's retry policy allows: a
 	// failed run whose Attempt is below MaxAttempts may be retried.
 	Attempt     int
@@ -86,6 +90,7 @@ func NewRunBrief(r *orchestrator.Run) *RunBrief {
 		ID: r.ID, SessionID: r.SessionID, AgentName: r.AgentName, AgentType: r.AgentType, Mode: r.Mode,
 		Status: r.Status, RunnerID: r.RunnerID, CallbackURL: r.CallbackURL,
 		Limited: r.AgentLimit > 0 || r.ConcurrencyKey != "", TraceParent: r.TraceParent, CreatedAt: r.CreatedAt,
+		CacheKey: r.CacheKey, CacheRole: r.CacheRole,
 		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Timeout: time.Duration(r.TimeoutSeconds*1000) * time.Millisecond, TimedOut: r.TimedOutAt != nil,
 	}
 }

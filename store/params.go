@@ -53,6 +53,8 @@ type SessionUpdate struct {
 	// ErrorCode sets the session's machine-readable failure code ([orchestrator.Session.ErrorCode]); an
 	// empty string clears it.
 	ErrorCode *string
+	// CachedFrom sets the session whose result this one shares ([orchestrator.Session].CachedFrom).
+	CachedFrom *string
 	// Attempt sets the session's current attempt ([orchestrator.Session.Attempt]).
 	Attempt *int
 	// NextAttemptAt sets when the session's next attempt is due; ClearNextAttemptAt removes it.

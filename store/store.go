@@ -89,7 +89,9 @@ type Store interface {
 	// runner described by p can execute (see [orchestrator.Demands.Matches]) to claimed, bound to the runner, highest
 	// Priority first and oldest first within one (by RunAt, or CreatedAt for a run not delayed), and
 	// returns them in that order. It never takes a run past its AgentLimit or KeyLimit, counted over the
-	// runs claimed or running in the whole store, whatever claims run concurrently. None to take is an
+	// runs claimed or running in the whole store, whatever claims run concurrently, nor past its RateLimit:
+	// it takes a rate-limited run only while fewer than RateLimit runs of its bucket (agent name and
+	// RateBucket) were claimed in the RatePeriod before p.Now, counting those it takes. None to take is an
 	// empty result, not an error. A run is never claimed twice. Parked runs cost the claim nothing. Claiming several runs at once is one write instead of one per run: under load,
 	// most of what a busy runner asks for.
 	ClaimRuns(ctx context.Context, p ClaimParams) ([]*orchestrator.Run, error)
@@ -158,6 +160,28 @@ type Store interface {
 	// MaxSchedules cap counts them all).
 	CountSchedules(ctx context.Context) (int, error)
 
+	// LockCacheEntry returns the result cache's entry for key, making an empty one (no result, no leader)
+	// for agentName when there is none, and holds it until the transaction ends: of concurrent
+	// transactions that lock one key, on any coordinator replica, each sees what the previous one wrote.
+	// That is what makes a cache's single flight hold across replicas. Call it inside InTx.
+	LockCacheEntry(ctx context.Context, key, agentName string, now time.Time) (*CacheEntry, error)
+	// PutCacheEntry writes every field of e, an entry locked by LockCacheEntry in the same transaction.
+	PutCacheEntry(ctx context.Context, e *CacheEntry) error
+	// ListCacheWaiters returns the pending runs waiting for key's leader (CacheRole "wait"), oldest first.
+	ListCacheWaiters(ctx context.Context, key string) ([]*orchestrator.Run, error)
+	// SetRunCacheRole sets a pending run's CacheRole and Parked: a waiter promoted to leader is unparked so
+	// that a runner claims it. A run no longer pending is ErrConflict.
+	SetRunCacheRole(ctx context.Context, id, role string, parked bool) error
+	// DeleteCacheEntries deletes up to limit entries that nothing fills and whose result expired before
+	// before (or that hold none and were last written before it), and returns how many it deleted
+	// (retention). An entry whose leader was last written more than a week before before is deleted too.
+	DeleteCacheEntries(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// RateLimitStarts returns how many runs of the agent's rate-limit bucket were claimed after since.
+	RateLimitStarts(ctx context.Context, agentName, bucket string, since time.Time) (int, error)
+	// RateLimitedRuns counts, per agent, the pending, unparked runs due by now that their rate limit holds:
+	// their bucket saw as many claims as the limit in the period before now.
+	RateLimitedRuns(ctx context.Context, now time.Time) (map[string]int, error)
 	// PutArtifact records an artifact, replacing the record of the same session and name; the replaced
 	// record's key goes to the garbage queue in the same write. An unknown session is ErrNotFound.
 	PutArtifact(ctx context.Context, a *Artifact) error

@@ -51,7 +51,7 @@ func (s *Store) UpdateRunsBrief(ctx context.Context, us []store.RunsUpdate) ([]*
 	single, err := s.updateGrouped(ctx, reflect.TypeFor[runRow](), qs, ids, runBriefColumns, func(rows *sql.Rows) error {
 		var b store.RunBrief
 		if err := rows.Scan(&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID,
-			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts, &b.Timeout, &b.TimedOut); err != nil {
+			&b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts, &b.Timeout, &b.TimedOut, &b.CacheKey, &b.CacheRole); err != nil {
 			return err
 		}
 		b.Timeout *= time.Millisecond // stored in milliseconds

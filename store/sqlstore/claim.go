@@ -103,9 +103,9 @@ const claimRetries = 20
 
 // claimProbeArgs is the number of parameters of the probes: 1 runner id, 2-5 the runner's hostname,
 // project dir, executor type and profile, 6 its tags, 7 whether it requires matching tags, 8 whether it
-// accepts AI agents, 9 the claim time (runs due by then). The claim adds 10 the claimed status and 11
-// the most runs to take.
-const claimProbeArgs = 9
+// accepts AI agents, 9 the claim time (runs due by then), 10 the claim time in Unix milliseconds (rate
+// limit windows). The claim adds 11 the claimed status and 12 the most runs to take.
+const claimProbeArgs = 10
 
 func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time, limit int) []any {
 	var tags string
@@ -117,7 +117,7 @@ func claimArgs(pg bool, runner *orchestrator.RunnerInfo, now time.Time, limit in
 	}
 	return []any{
 		runner.ID, runner.Hostname, runner.ProjectDir, runner.ExecutorType, runner.ExecutorProfile,
-		tags, runner.RequireMatchingTags, runner.AcceptsAgents, formatTime(now),
+		tags, runner.RequireMatchingTags, runner.AcceptsAgents, formatTime(now), now.UnixMilli(),
 		string(orchestrator.RunClaimed), limit,
 	}
 }
@@ -129,7 +129,8 @@ var claimSQL = map[bool]struct{ claim, probes string }{false: buildClaimSQL(fals
 //
 //	WITH k AS (the oldest p.Max candidates of the probes, by priority then run_at),
 //	     sl AS (the run_slots rows the limited candidates count against),
-//	     g AS (each candidate with its rank among the limited candidates of its agent, and of its key)
+//	     rb AS (the rate_buckets rows of the rate-limited candidates, see ratelimit.go),
+//	     g AS (each candidate with its rank among the limited candidates of its agent, of its key, and of its rate bucket)
 //	UPDATE runs SET (claimed) WHERE id IN (the candidates of g that fit their limits) RETURNING …
 //
 // A candidate under a limit fits when the row's count of claimed and running runs plus its rank is
@@ -142,7 +143,10 @@ var claimSQL = map[bool]struct{ claim, probes string }{false: buildClaimSQL(fals
 // PostgreSQL sl locks its rows FOR UPDATE, in key order, and a row another claim (or a run's end) changed
 // meanwhile is read in its newest committed version after the wait: two claims of one agent's runs take
 // turns on its row, and the second sees the first's runs counted (the triggers of slotTriggers counted
-// them in the first claim's transaction). Ranks may over-count (a candidate refused by its agent's limit
+// them in the first claim's transaction). rb serves rate limits the same way: a rate-limited candidate
+// fits while the claim times of its bucket within its period, read from the locked row, plus its rank
+// among the bucket's candidates stay within its limit (and the claim's time is not behind the bucket's
+// latest claim: see rateFits). Ranks may over-count (a candidate refused by its agent's limit
 // still ranks in its key), never under-count: a claim may take less than fits, never more.
 func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	arg := func(n int) string {
@@ -162,9 +166,10 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	if pg {
 		tagHeld = "t.tag <> ALL(string_to_array(" + arg(6) + ", ','))"
 	}
-	now := arg(9)
+	now, nowMS := arg(9), arg(10)
 	if pg {
 		now += "::timestamptz"
+		nowMS += "::bigint"
 	}
 	// The rest of Demands.Matches: every demanded field empty or the runner's, and every demanded tag
 	// held; for runs pinned to no runner also at least one demanded tag, when the runner requires matching
@@ -175,9 +180,11 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 		" AND (r.demand_tag_count = 0 OR NOT EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND " + tagHeld + "))" +
 		" AND r.run_at <= " + now +
 		" AND (r.agent_limit = 0 OR EXISTS (SELECT 1 FROM run_slots s WHERE s.agent_name = r.agent_name AND s.concurrency_key = '' AND s.active < r.agent_limit))" +
-		" AND (r.concurrency_key = '' OR EXISTS (SELECT 1 FROM run_slots s WHERE s.agent_name = r.agent_name AND s.concurrency_key = r.concurrency_key AND s.active < r.key_limit))"
+		" AND (r.concurrency_key = '' OR EXISTS (SELECT 1 FROM run_slots s WHERE s.agent_name = r.agent_name AND s.concurrency_key = r.concurrency_key AND s.active < r.key_limit))" +
+		" AND (r.rate_limit = 0 OR EXISTS (SELECT 1 FROM rate_buckets b WHERE b.agent_name = r.agent_name AND b.bucket = r.rate_bucket AND " +
+		rateFits(pg, "b.starts", nowMS, "r.rate_period_ms", "r.rate_limit", "1") + "))"
 	requireTags := " AND (NOT (" + flag(7) + ") OR r.demand_tag_count > 0)"
-	const cols = "id, priority, run_at, agent_name, agent_limit, concurrency_key, key_limit"
+	const cols = "id, priority, run_at, agent_name, agent_limit, concurrency_key, key_limit, rate_limit, rate_period_ms, rate_bucket"
 	union := func(limit, lock string) string {
 		var sb strings.Builder
 		for i, p := range []struct{ pinned, agentType, gate string }{
@@ -191,7 +198,7 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 			// A derived table per probe: SQLite allows no ORDER BY/LIMIT, and PostgreSQL no FOR UPDATE, on a
 			// member of a compound SELECT. status and agent_type are literals so that the planners can prove
 			// the partial index applies; the gate is a constant, tested once.
-			sb.WriteString("SELECT " + cols + " FROM (SELECT r.id, r.priority, r.run_at, r.agent_name, r.agent_limit, r.concurrency_key, r.key_limit FROM runs r" +
+			sb.WriteString("SELECT " + cols + " FROM (SELECT r.id, r.priority, r.run_at, r.agent_name, r.agent_limit, r.concurrency_key, r.key_limit, r.rate_limit, r.rate_period_ms, r.rate_bucket FROM runs r" +
 				" WHERE r.status = 'pending' AND NOT r.parked AND r.demand_runner_id = " + p.pinned + " AND r.agent_type = '" + p.agentType + "'" +
 				p.gate + match + " ORDER BY r.priority, r.run_at, r.id LIMIT " + limit + lock + ") p" + strconv.Itoa(i))
 		}
@@ -201,12 +208,12 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 	// replica adds a column (PostgreSQL refuses to run it otherwise: "cached plan must not change result
 	// type").
 	returning := strings.Join(columns(runRow{}), ", ")
-	set := "UPDATE runs SET status = " + arg(10) + ", runner_id = " + arg(1) + ", claimed_at = " + now
-	limit, lock, materialized := arg(11), " FOR UPDATE SKIP LOCKED", " MATERIALIZED"
+	set := "UPDATE runs SET status = " + arg(11) + ", runner_id = " + arg(1) + ", claimed_at = " + now + ", claimed_ms = " + nowMS
+	limit, lock, materialized := arg(12), " FOR UPDATE SKIP LOCKED", " MATERIALIZED"
 	if !pg {
 		// The limit is an expression, not a bare parameter: SQLite plans with the value of a bare LIMIT
 		// parameter and so prepares the statement again whenever that value changes (most claims).
-		limit, lock, materialized = "("+arg(11)+" + 0)", "", ""
+		limit, lock, materialized = "("+arg(12)+" + 0)", "", ""
 	}
 	slotLock := ""
 	if pg {
@@ -217,11 +224,16 @@ func buildClaimSQL(pg bool) (q struct{ claim, probes string }) {
 		" sl AS" + materialized + " (SELECT agent_name, concurrency_key, active FROM run_slots WHERE (agent_name, concurrency_key) IN" +
 		" (SELECT agent_name, '' FROM k WHERE agent_limit > 0 UNION SELECT agent_name, concurrency_key FROM k WHERE concurrency_key <> '')" +
 		" ORDER BY agent_name, concurrency_key" + slotLock + ")," +
+		" rb AS" + materialized + " (SELECT agent_name, bucket, starts FROM rate_buckets WHERE (agent_name, bucket) IN" +
+		" (SELECT agent_name, rate_bucket FROM k WHERE rate_limit > 0) ORDER BY agent_name, bucket" + slotLock + ")," +
 		" g AS (SELECT " + cols + "," +
 		" sum(CASE WHEN agent_limit > 0 THEN 1 ELSE 0 END) OVER (PARTITION BY agent_name " + order + " ROWS UNBOUNDED PRECEDING) AS ra," +
-		" row_number() OVER (PARTITION BY agent_name, concurrency_key " + order + ") AS rk FROM k)"
+		" row_number() OVER (PARTITION BY agent_name, concurrency_key " + order + ") AS rk," +
+		" sum(CASE WHEN rate_limit > 0 THEN 1 ELSE 0 END) OVER (PARTITION BY agent_name, rate_bucket " + order + " ROWS UNBOUNDED PRECEDING) AS rr FROM k)"
 	fits := "SELECT id FROM g WHERE (agent_limit = 0 OR ra + (SELECT active FROM sl WHERE sl.agent_name = g.agent_name AND sl.concurrency_key = '') <= agent_limit)" +
-		" AND (concurrency_key = '' OR rk + (SELECT active FROM sl WHERE sl.agent_name = g.agent_name AND sl.concurrency_key = g.concurrency_key) <= key_limit)"
+		" AND (concurrency_key = '' OR rk + (SELECT active FROM sl WHERE sl.agent_name = g.agent_name AND sl.concurrency_key = g.concurrency_key) <= key_limit)" +
+		" AND (rate_limit = 0 OR EXISTS (SELECT 1 FROM rb WHERE rb.agent_name = g.agent_name AND rb.bucket = g.rate_bucket AND " +
+		rateFits(pg, "rb.starts", nowMS, "g.rate_period_ms", "g.rate_limit", "g.rr") + "))"
 	if pg {
 		// = ANY(ARRAY(…)) rather than IN (…): the candidates are computed once, as an init plan, and the
 		// UPDATE probes the primary key with them, whatever the planner guesses of the LIMIT. One exception:

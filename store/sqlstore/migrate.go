@@ -48,6 +48,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 	ms.Add(migrate.Migration{Name: "20260101000004", Comment: "parked_runs", Up: parkedRuns})
 	ms.Add(migrate.Migration{Name: "20260101000006", Comment: "runner_secret_hash", Up: runnerSecretHash})
 	ms.Add(migrate.Migration{Name: "20260101000020", Comment: "submission_control", Up: submissionControl})
+	ms.Add(migrate.Migration{Name: "20260101000080", Comment: "result_cache", Up: resultCache})
+	ms.Add(migrate.Migration{Name: "20260101000081", Comment: "rate_limits", Up: rateLimits})
 	data := templateData{JSON: "TEXT", Time: "TIMESTAMP", WithoutRowID: " WITHOUT ROWID"}
 	if s.pg {
 		data = templateData{JSON: "JSON", Time: "TIMESTAMPTZ"}

@@ -153,6 +153,7 @@ type sessionRow struct {
 	Result            json.RawMessage `bun:"result"`
 	Error             string          `bun:"error"`
 	ErrorCode         string          `bun:"error_code"`
+	CachedFrom        string          `bun:"cached_from"` // migration 80
 	LastEventSeq      int64           `bun:"last_event_seq"`
 	TraceID           string          `bun:"trace_id"`
 	RerunOf           string          `bun:"rerun_of"`
@@ -209,6 +210,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		Result:            result,
 		Error:             s.Error,
 		ErrorCode:         s.ErrorCode,
+		CachedFrom:        s.CachedFrom,
 		LastEventSeq:      s.LastEventSeq,
 		TraceID:           s.TraceID,
 		RerunOf:           s.RerunOf,
@@ -247,6 +249,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		ExecutorSessionID: row.ExecutorSessionID,
 		Error:             row.Error,
 		ErrorCode:         row.ErrorCode,
+		CachedFrom:        row.CachedFrom,
 		LastEventSeq:      row.LastEventSeq,
 		TraceID:           row.TraceID,
 		RerunOf:           row.RerunOf,
@@ -320,6 +323,13 @@ type runRow struct {
 	ConcurrencyKey string    `bun:"concurrency_key"`
 	AgentLimit     int64     `bun:"agent_limit"`
 	KeyLimit       int64     `bun:"key_limit"`
+	// Result cache (migration 80) and rate limit (migration 81).
+	CacheKey     string `bun:"cache_key"`
+	CacheRole    string `bun:"cache_role"`
+	RateLimit    int64  `bun:"rate_limit"`
+	RatePeriodMS int64  `bun:"rate_period_ms"`
+	RateBucket   string `bun:"rate_bucket"`
+	ClaimedMS    int64  `bun:"claimed_ms"` // claimed_at in Unix milliseconds, for rate limit windows
 	// Held (migration 70): the run of a session waiting for its approval.
 	Held bool `bun:"held"`
 	// Retries (migration 50).
@@ -396,6 +406,11 @@ func runToRow(r *orchestrator.Run) (*runRow, []runTagRow, error) {
 		ConcurrencyKey:        r.ConcurrencyKey,
 		AgentLimit:            int64(max(r.AgentLimit, 0)),
 		KeyLimit:              int64(keyLimit(r)),
+		CacheKey:              r.CacheKey,
+		CacheRole:             r.CacheRole,
+		RateLimit:             int64(max(r.RateLimit, 0)),
+		RatePeriodMS:          r.RatePeriod.Milliseconds(),
+		RateBucket:            r.RateBucket,
 		Attempt:               int64(r.Attempt),
 		MaxAttempts:           int64(r.MaxAttempts),
 		TimeoutMS:             int64(math.Round(r.TimeoutSeconds * 1000)),
@@ -452,6 +467,11 @@ func (row *runRow) domain() (*orchestrator.Run, error) {
 		ConcurrencyKey:  row.ConcurrencyKey,
 		AgentLimit:      int(row.AgentLimit),
 		KeyLimit:        int(row.KeyLimit),
+		CacheKey:        row.CacheKey,
+		CacheRole:       row.CacheRole,
+		RateLimit:       int(row.RateLimit),
+		RatePeriod:      time.Duration(row.RatePeriodMS) * time.Millisecond,
+		RateBucket:      row.RateBucket,
 		Attempt:         int(row.Attempt),
 		MaxAttempts:     int(row.MaxAttempts),
 		TimeoutSeconds:  float64(row.TimeoutMS) / 1000,

@@ -31,7 +31,7 @@ func (s *Store) CreateRun(ctx context.Context, r *orchestrator.Run) error {
 		}
 		return s.createSlots(ctx, row)
 	}
-	if len(tags) == 0 && !row.limited() {
+	if len(tags) == 0 && !row.limited() && row.RateLimit == 0 {
 		return insert(ctx, s) // one statement: no transaction needed
 	}
 	return s.tx(ctx, insert)
@@ -152,7 +152,7 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 	q := runUpdate(id, from, runnerID, u)
 	var b store.RunBrief
 	err := q.runInto(ctx, s, runBriefColumns,
-		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts, &b.Timeout, &b.TimedOut)
+		&b.ID, &b.SessionID, &b.AgentName, &b.AgentType, &b.Mode, &b.Status, &b.RunnerID, &b.CallbackURL, &b.Limited, &b.TraceParent, &b.CreatedAt, &b.Attempt, &b.MaxAttempts, &b.Timeout, &b.TimedOut, &b.CacheKey, &b.CacheRole)
 	if err := s.updatedRun(ctx, err, id, runnerID); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (s *Store) UpdateRunBrief(ctx context.Context, id string, from []orchestrat
 // runBriefColumns are the columns of a [store.RunBrief], in the order of its fields.
 var runBriefColumns = []string{"id", "session_id", "agent_name", "agent_type", "mode", "status", "runner_id", "callback_url",
 	"(agent_limit > 0 OR concurrency_key <> '')", "traceparent", "created_at", "attempt", "max_attempts",
-	"timeout_ms", "(timed_out_at IS NOT NULL)"}
+	"timeout_ms", "(timed_out_at IS NOT NULL)", "cache_key", "cache_role"}
 
 // runUpdate is the guarded update of UpdateRun.
 func runUpdate(id string, from []orchestrator.RunStatus, runnerID string, u store.RunUpdate) guardedUpdate {

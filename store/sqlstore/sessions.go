@@ -28,7 +28,7 @@ func (s *Store) CreateSession(ctx context.Context, se *orchestrator.Session) err
 // transaction of two INSERTs takes four (BEGIN, the INSERTs, COMMIT). On SQLite the transaction's
 // statements run in-process and it shares its commit with concurrent ones anyway.
 func (s *Store) CreateSessionWithRun(ctx context.Context, se *orchestrator.Session, r *orchestrator.Run) error {
-	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" {
+	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" || r.RateLimit > 0 {
 		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 			if err := tx.CreateSession(ctx, se); err != nil {
 				return err
@@ -49,7 +49,7 @@ func (s *Store) CreateSessionWithRunOnce(ctx context.Context, se *orchestrator.S
 	if krow.CreatedAt.IsZero() {
 		krow.CreatedAt = utc(r.CreatedAt)
 	}
-	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" {
+	if !s.pg || len(r.Demands.Tags) > 0 || r.AgentLimit > 0 || r.ConcurrencyKey != "" || r.RateLimit > 0 {
 		return s.tx(ctx, func(ctx context.Context, tx *Store) error {
 			if err := wrap(tx.insert(ctx, krow), "idempotency key", k.Key); err != nil {
 				return err
@@ -212,6 +212,9 @@ func sessionUpdate(id string, from []orchestrator.SessionStatus, u store.Session
 	}
 	if u.ErrorCode != nil {
 		q.set("error_code", *u.ErrorCode)
+	}
+	if u.CachedFrom != nil {
+		q.set("cached_from", *u.CachedFrom)
 	}
 	if u.Attempt != nil {
 		q.set("attempt", int64(*u.Attempt))

@@ -118,7 +118,7 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("migration files: %v %v", files, err)
 	}
-	if want := len(files) + 3; n != want { // the SQL files and the Go migrations parkedRuns, runnerSecretHash and submissionControl
+	if want := len(files) + 5; n != want { // the SQL files and the Go migrations parkedRuns, runnerSecretHash, submissionControl, resultCache and rateLimits
 		t.Fatalf("%d migrations recorded, want %d (one per migration)", n, want)
 	}
 }
@@ -193,4 +193,17 @@ func TestNewErrors(t *testing.T) {
 			t.Errorf("New(%q) succeeded, want an error", dsn)
 		}
 	}
+}
+
+// Two stores on one PostgreSQL database are two coordinator replicas: of starts of one cache key on
+// both at once, one leads.
+func TestPostgresCacheReplicas(t *testing.T) {
+	dsn := postgresSchema(t)
+	storetest.CacheSingleFlight(t, open(t, dsn), open(t, dsn), true)
+}
+
+// Claims from two coordinator replicas on one PostgreSQL database keep every rate-limit window.
+func TestPostgresRateLimitReplicas(t *testing.T) {
+	dsn := postgresSchema(t)
+	storetest.RateLimitConcurrent(t, open(t, dsn), open(t, dsn))
 }

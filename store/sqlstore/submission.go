@@ -125,6 +125,9 @@ $$`
 
 // createSlots makes sure the run_slots rows that count the run exist, so that claims find them.
 func (s *Store) createSlots(ctx context.Context, row *runRow) error {
+	if err := s.createRateBucket(ctx, row); err != nil {
+		return err
+	}
 	if !row.limited() {
 		return nil
 	}

@@ -61,6 +61,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
 		{"Tree", testTree},
+		{"Cache", testCache},
+		{"RateLimit", testRateLimit},
 		{"Artifacts", testArtifacts},
 		{"InputRequests", testInputRequests},
 		{"Usage", testUsage},
