@@ -96,6 +96,7 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 	}
 	out := make([]*orchestrator.StartRunResult, len(runs))
 	for i, run := range runs {
+		fx.created = append(fx.created, run.AgentName) // counted as StartRun counts its run
 		if run.Demands.RunnerID == "" {
 			fx.wakeAll = true
 		} else if !slices.Contains(fx.wakeRunners, run.Demands.RunnerID) {

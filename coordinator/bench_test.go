@@ -23,7 +23,20 @@ import (
 // waiting for its run's creation before the next, and 128 slots, each held until its run's end is
 // recorded. Fewer of either bound the rate by those round trips instead (4 producers and 16 slots, the
 // figures until 2026-11-25, gave about half).
-func BenchmarkEmbeddedPath(b *testing.B) {
+func BenchmarkEmbeddedPath(b *testing.B) { embeddedPath(b, nil) }
+
+// BenchmarkEmbeddedRetryPolicy measures what a retry policy costs a run that does not fail: the embedded
+// path plain and with a policy on every start, in the same invocation (BENCHMARKS.md compares the two).
+// A run's end reads nothing more for it: its brief carries the attempt and the allowance.
+func BenchmarkEmbeddedRetryPolicy(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { embeddedPath(b, nil) })
+	b.Run("retry", func(b *testing.B) {
+		embeddedPath(b, &orchestrator.RetryPolicy{MaxAttempts: 3, InitialIntervalSeconds: 1, BackoffCoefficient: 2})
+	})
+}
+
+// embeddedPath is BenchmarkEmbeddedPath with retry, when set, as every start's policy.
+func embeddedPath(b *testing.B, retry *orchestrator.RetryPolicy) {
 	ctx := context.Background()
 	st, err := sqlstore.New(ctx, filepath.Join(b.TempDir(), "bench.db"), nil)
 	if err != nil {
@@ -61,7 +74,7 @@ func BenchmarkEmbeddedPath(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for i := p; i < b.N; i += producers {
-				res, err := coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`)})
+				res, err := coord.StartRun(ctx, orchestrator.StartRunParams{AgentName: "noop", Parameters: json.RawMessage(`{"i":1}`), Retry: retry})
 				if err != nil {
 					b.Error(err)
 					return

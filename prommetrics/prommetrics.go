@@ -9,7 +9,7 @@
 //
 // The metrics, all prefixed orchestrator_:
 //
-//	orchestrator_runs_created_total{agent}                 counter    runs queued (starts, resumes, callback deliveries)
+//	orchestrator_runs_created_total{agent}                 counter    runs queued (starts, fan-outs' runs, resumes, callback deliveries)
 //	orchestrator_runs_total{agent,outcome}                 counter    runs ended: completed, failed, stopped
 //	orchestrator_run_duration_seconds{agent,outcome}       histogram  a run's creation to its end
 //	orchestrator_dispatch_latency_seconds                  histogram  a run's creation to its claim by a runner
@@ -79,7 +79,7 @@ func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		runsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "orchestrator_runs_created_total", Help: "Runs queued, by agent: session starts, resumes and callback deliveries.",
+			Name: "orchestrator_runs_created_total", Help: "Runs queued, by agent: session starts (fan-outs' runs included), resumes and callback deliveries.",
 		}, []string{"agent"}),
 		runsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orchestrator_runs_total", Help: "Runs ended, by agent and outcome (completed, failed, stopped).",
