@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,7 +28,7 @@ import (
 
 func main() {
 	tok := newTokens(os.Getenv)
-	cfg := service.CoordinatorConfig{UI: true, ClientTokens: tok.client, AdminTokens: tok.admin} // the coordinator's defaults
+	cfg := coordinatorConfig(tok)
 	flag.StringVar(&cfg.Addr, "addr", "127.0.0.1:8765", "address of the coordinator's HTTP API")
 	flag.StringVar(&cfg.DB, "db", "orchestrator.db", "SQLite file")
 	site := flag.String("site-addr", "127.0.0.1:8766", "address of the demo site the sample crawls (any free port if taken)")
@@ -43,7 +44,27 @@ func main() {
 	}
 }
 
+// coordinatorConfig is the quickstart's coordinator: the dashboard, and Prometheus metrics at GET /metrics
+// (for the admin token), as a production coordinator serves them.
+func coordinatorConfig(tok tokens) service.CoordinatorConfig {
+	return service.CoordinatorConfig{UI: true, Metrics: true, ClientTokens: tok.client, AdminTokens: tok.admin}
+}
+
+// checkAddr says, before anything is built or started, when the API's address cannot be listened on:
+// most often another quickstart or coordinator holds the port.
+func checkAddr(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (-addr): %v; is another quickstart or coordinator running? Stop it, or choose another address with -addr", addr, err)
+	}
+	return l.Close()
+}
+
 func run(ctx context.Context, log *slog.Logger, cfg *service.CoordinatorConfig, tok tokens, siteAddr string, once bool) error {
+	fmt.Printf("quickstart: a coordinator on %s (SQLite %s), a runner with the example agents, and a sample crawl of a demo site\n", cfg.Addr, cfg.DB)
+	if err := checkAddr(cfg.Addr); err != nil {
+		return err
+	}
 	base, stopSystem, err := startSystem(ctx, log, cfg)
 	if err != nil {
 		return err

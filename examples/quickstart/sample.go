@@ -119,6 +119,10 @@ or the HTTP API (bodies go as JSON: curl --json):
   # deterministic agents cannot be resumed: 400
   curl -s -H "Authorization: Bearer $ORCHESTRATOR_TOKEN" %[1]s/runs --json '{"type":"resume","session_id":"%[2]s","prompt":"again"}'
 
+  # Prometheus metrics, for the admin token (or a -metrics-token on a coordinator of your own)
+  export ORCHESTRATOR_ADMIN_TOKEN=%[5]s
+  curl -s -H "Authorization: Bearer $ORCHESTRATOR_ADMIN_TOKEN" %[1]s/metrics
+
   # AI agents reach the same tools over MCP (Claude Code):
   claude mcp add --transport http orchestrator %[1]s/mcp --header "Authorization: Bearer $ORCHESTRATOR_TOKEN"
 `, base, session, siteURL, tok.client, tok.admin)
