@@ -258,6 +258,7 @@ Ctrl-C.`,
 		e.agentsCommand(), e.runCommand(), e.resumeCommand(),
 		e.sessionsCommand(), e.showCommand(), e.logsCommand(), e.stopCommand(), e.runnersCommand(),
 		e.schedulesCommand(), e.rerunCommand(),
+		e.inboxCommand(), e.approveCommand(true), e.approveCommand(false), e.answerCommand(),
 	)
 	return root
 }

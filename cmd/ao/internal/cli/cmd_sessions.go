@@ -17,7 +17,7 @@ import (
 )
 
 // sessionStatuses are the values --status takes, with the two groups.
-var sessionStatuses = []string{"pending", "running", "completed", "failed", "stopped", "live", "ended"}
+var sessionStatuses = []string{"pending", "waiting", "running", "completed", "failed", "stopped", "live", "ended"}
 
 // parseStatuses reads --status: comma-separated statuses, where live is pending,running and ended is
 // completed,failed,stopped.
@@ -34,12 +34,13 @@ func parseStatuses(values []string) ([]orchestrator.SessionStatus, error) {
 			case "":
 			case "live":
 				add(orchestrator.SessionPending)
+				add(orchestrator.SessionWaiting)
 				add(orchestrator.SessionRunning)
 			case "ended":
 				add(orchestrator.SessionCompleted)
 				add(orchestrator.SessionFailed)
 				add(orchestrator.SessionStopped)
-			case "pending", "running", "completed", "failed", "stopped":
+			case "pending", "waiting", "running", "completed", "failed", "stopped":
 				add(orchestrator.SessionStatus(one))
 			default:
 				return nil, usageErrorf("--status %q: want %s", one, strings.Join(sessionStatuses, ", "))
