@@ -274,8 +274,8 @@ func TestGatewayLifecycle(t *testing.T) {
 func TestGatewayRoutes(t *testing.T) {
 	t.Parallel()
 	routes := gateway.Routes()
-	if len(routes) != 21 {
-		t.Fatalf("gateway.Routes() = %d routes, want 21 (a route was renamed in httpapi?): %v", len(routes), routes)
+	if len(routes) != 24 {
+		t.Fatalf("gateway.Routes() = %d routes, want 24 (a route was renamed in httpapi?): %v", len(routes), routes)
 	}
 	for _, rt := range routes {
 		if strings.HasPrefix(rt.Pattern, "/runner") || rt.Pattern == "/runners" {

@@ -89,7 +89,7 @@ func TestBrowserChecksEveryRoute(t *testing.T) {
 					t.Errorf("%s: error %v, want %s", c.name, m["error"], c.code)
 				}
 			}
-			if !stateChanging[rd.Method] {
+			if !stateChanging[rd.Method] || rd.RawBody { // an upload takes any body (TestRouteRawBodyTakesAnyMediaType)
 				return
 			}
 			for _, b := range simpleBodies {

@@ -32,6 +32,9 @@
 //	GET    /sessions/{id}/tree[?depth=&max_children=&max_nodes=]  C R  {root: node}: usage and subtree sums
 //	POST   /sessions/{id}/stop                  C R    the session
 //	DELETE /sessions/{id}                       C      204; 409 while it runs
+//	GET    /sessions/{id}/artifacts             C R    {artifacts}
+//	GET    /sessions/{id}/artifacts/{name...}   C R    the artifact's bytes (ETag = sha256, Range → 206)
+//	PUT    /sessions/{id}/artifacts/{name...}   C R    any body → 201 the artifact (RawBody: streamed to the bucket)
 //	POST   /sessions/{id}/rerun                 C      {parameters?: merge patch} → 201 {run_id, session_id, status}; 409 while it runs
 //	POST   /sessions/rerun                      C      {status, agent_name, created_after, limit, dry_run} → {count, session_ids, reruns, errors}
 //	GET    /sessions/{id}/events?after=&limit=[&wait=]  C R  {events, last_seq}; text/event-stream when asked

@@ -329,7 +329,8 @@ func (s *server) wrap(rd routeDef) http.Handler {
 			}
 			defer release()
 		}
-		if r.Body != nil {
+		// An upload (RawBody) streams to its destination, which holds it to its own limit.
+		if r.Body != nil && !rd.RawBody {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		if err := rd.h(s, w, r); err != nil {
