@@ -17,7 +17,7 @@ import (
 
 var allTools = []string{
 	"answer_input_request", "ask_human", "get_agent_schema", "get_agent_session_result", "get_agent_session_status",
-	"get_input_request", "list_agent_blueprints", "list_agent_sessions", "list_input_requests", "list_schedules",
+	"get_input_request", "get_session_tree", "list_agent_blueprints", "list_agent_sessions", "list_input_requests", "list_schedules",
 	"rerun_session", "resume_agent_session", "start_agent_session", "start_agent_sessions", "stop_agent_session",
 }
 

@@ -248,6 +248,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	s.addStartTools(srv)
 	s.addSessionTools(srv)
 	s.addScheduleTools(srv)
+	s.addTreeTool(srv)
 	s.addInputTools(srv)
 	s.addRerunTool(srv)
 }

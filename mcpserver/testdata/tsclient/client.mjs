@@ -60,6 +60,7 @@ await call('list_agent_sessions', { agent_name: 'add' });
 await call('rerun_session', { session_id: addID });
 await call('stop_agent_session', { session_id: addID });
 await call('list_schedules', {});
+await call('get_session_tree', { session_id: echoID });
 await call('list_input_requests', {});
 await call('get_input_request', { request_id: process.env.REQUEST_ID });
 await call('answer_input_request', { request_id: process.env.REQUEST_ID, answer: { approved: false, comment: 'no' } });
