@@ -43,8 +43,10 @@ type Coordinator interface {
 	ListSessions(ctx context.Context, f SessionFilter) (*SessionPage, error)
 	// WaitSession returns the session once it has ended, or as it is when wait elapses.
 	WaitSession(ctx context.Context, id string, wait time.Duration) (*Session, error)
-	// StopSession stops the session's current run, if any.
-	StopSession(ctx context.Context, id string) (*Session, error)
+	// StopSession stops the session's current run, if any, and — unless opts says NoCascade — every live
+	// descendant of the session but a detached one and its subtree (see [StopOpts]). At most one opts is
+	// read.
+	StopSession(ctx context.Context, id string, opts ...StopOpts) (*Session, error)
 	// DeleteSession deletes an ended session with its runs and events; a live one is ErrConflict.
 	DeleteSession(ctx context.Context, id string) error
 	// SessionTree returns the session and its descendants, with each one's usage and each subtree's
@@ -179,6 +181,12 @@ type StartRunParams struct {
 	// "refresh" ([CacheMode]). It changes nothing for an agent without a cache.
 	Cache CacheMode `json:"cache,omitempty"`
 
+	// Detached makes a child session outlive its parent: a stop that cascades down the tree, or the
+	// parent's failure, does not reach it or the sessions below it. It still counts in its tree's limits.
+	Detached bool `json:"detached,omitempty"`
+	// Limits bound the tree this start roots; only a root (no ParentSessionID) may set them, and only
+	// tighter than the coordinator's. See [TreeLimits].
+	Limits *TreeLimits `json:"limits,omitempty"`
 	// RequireApproval creates the session waiting for a person's approval (an [InputRequest] of kind
 	// approval): no runner gets the run until it is approved. An agent whose blueprint requires approval
 	// ([Blueprint].Approval) is gated whatever this says. ApprovalTimeoutSeconds, when positive, fails the

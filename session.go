@@ -14,6 +14,15 @@ type Session struct {
 	Status    SessionStatus `json:"status"`
 	// ParentSessionID is the session that started this one, if any.
 	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// RootSessionID is the root of the session's tree (the session itself for a root), Depth its distance
+	// from it (0 for a root), and Detached whether it was started to outlive its parent
+	// ([StartRunParams.Detached]).
+	RootSessionID string `json:"root_session_id,omitempty"`
+	Depth         int    `json:"depth"`
+	Detached      bool   `json:"detached,omitempty"`
+	// Limits are the limits of the session's tree, the root's, inherited by every session in it: the
+	// tighter of the coordinator's and what the root asked for.
+	Limits *TreeLimits `json:"limits,omitempty"`
 	// Callback is true when the session was started in async_callback mode. Whether a run's end calls the
 	// parent back is decided by that run's mode; the runs that deliver callbacks to a session with
 	// Callback set keep calling its own parent back.

@@ -65,13 +65,20 @@ func (c *Coordinator) StartRuns(ctx context.Context, ps []orchestrator.StartRunP
 	}
 	var err error
 	fx := &effects{}
-	if sc, ok := c.store.(sessionsCreator); ok && !gated {
+	// Children are admitted to their trees in the transaction that creates them (createChild).
+	hasChild := slices.ContainsFunc(sessions, func(s *orchestrator.Session) bool { return s.Depth > 0 })
+	if sc, ok := c.store.(sessionsCreator); ok && !gated && !hasChild {
 		err = sc.CreateSessionsWithRuns(ctx, sessions, runs)
 	} else {
 		// Approval gates are written beside their sessions, in the same transaction.
 		err = c.store.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 			*fx = effects{}
 			for i := range sessions {
+				if sessions[i].Depth > 0 {
+					if err := admitChild(ctx, tx, sessions[i]); err != nil {
+						return err
+					}
+				}
 				if err := tx.CreateSessionWithRun(ctx, sessions[i], runs[i]); err != nil {
 					return err
 				}

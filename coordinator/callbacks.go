@@ -48,6 +48,9 @@ func (c *Coordinator) deliverCallbacks(ctx context.Context, tx store.Store, fx *
 	if pending, err = tx.ListCallbacks(ctx, store.CallbackFilter{ParentSessionID: parentID, Pending: true}); err != nil || len(pending) == 0 {
 		return err
 	}
+	if pending, err = c.dropTreeStops(ctx, tx, pending); err != nil || len(pending) == 0 {
+		return err
+	}
 	prompt := callbackPrompt(pending)
 	params, _ := json.Marshal(map[string]string{"prompt": prompt})
 	demands := parent.Demands

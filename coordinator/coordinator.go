@@ -104,6 +104,14 @@ type Config struct {
 	// agent written to the store directly, leaves in it. Default 1s; negative: no cache.
 	AgentCacheTTL time.Duration
 
+	// MaxTreeDepth is how deep a tree of sessions may grow: a root has depth 0, its children 1. A start
+	// deeper is refused with tree_limit_exceeded. A root may ask for less (StartRunParams.Limits).
+	// Default 8.
+	MaxTreeDepth int
+	// MaxTreeSessions is how many sessions one tree may hold, its root included (every session ever
+	// started in it). A start beyond is refused with tree_limit_exceeded. A root may ask for less.
+	// Default 10,000.
+	MaxTreeSessions int
 	// MaxSchedules caps how many schedules may exist at once, paused ones included: creating one more is
 	// 409 too_many_schedules. Every schedule may start a run each second, so the cap bounds the load that
 	// clients can set up to recur. Default 1000; negative: no cap.
@@ -241,6 +249,12 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.WebhookConcurrency <= 0 {
 		cfg.WebhookConcurrency = 64
+	}
+	if cfg.MaxTreeDepth <= 0 {
+		cfg.MaxTreeDepth = defaultMaxTreeDepth
+	}
+	if cfg.MaxTreeSessions <= 0 {
+		cfg.MaxTreeSessions = defaultMaxTreeSessions
 	}
 	if cfg.MaxSchedules == 0 {
 		cfg.MaxSchedules = DefaultMaxSchedules

@@ -140,6 +140,8 @@ type ending struct {
 	ctx     context.Context     // the report's span, when the run is traced
 	span    trace.Span          // nil when not traced
 	session store.SessionUpdate // the session's end, once prepared
+	// stopRequest is the stop_requested event of a run that ended stopped, if it has one.
+	stopRequest *treeStop
 }
 
 // newEnding fills in the error message an end records: none for completed, else the reported one, the
@@ -218,6 +220,13 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 	if status != orchestrator.RunCompleted {
 		errorCode = res.ErrorCode
 	}
+	if status == orchestrator.RunStopped {
+		// A run its tree's stop reached says why (parent_stopped, …), as a run that had not started does.
+		e.stopRequest = lastStopRequest(e.ctx, tx, run.SessionID)
+		if st := e.stopRequest; errorCode == "" && st != nil && !st.NoCascade {
+			errorCode, res.ErrorCode = st.Reason, st.Reason
+		}
+	}
 	if status == orchestrator.RunFailed {
 		sessionErr = attemptsError(run.Attempt, e.errMsg) // the run keeps its own error
 	}
@@ -241,6 +250,9 @@ func (c *Coordinator) prepareSessionEnd(ctx context.Context, tx store.Store, e *
 func (c *Coordinator) afterSessionEnd(ctx context.Context, tx store.Store, fx *effects, e *ending, s *store.SessionBrief) error {
 	run, status, res, errMsg, now := e.run, e.status, e.res, e.errMsg, e.now
 	fx.ended = append(fx.ended, s.ID)
+	if err := c.cascadeEnd(ctx, tx, fx, s, e.stopRequest); err != nil {
+		return err
+	}
 	fx.runsEnded = append(fx.runsEnded, runEnd{run: run, status: status, err: errMsg, took: now.Sub(run.CreatedAt)})
 	if u := e.session.AddUsage; u != nil {
 		fx.usage = append(fx.usage, usageCount{agent: run.AgentName, u: *u})

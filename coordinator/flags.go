@@ -9,9 +9,10 @@ import (
 
 // RegisterFlags registers the settings a coordinator's operator tunes as flags on fs, with the defaults
 // [New] would apply: -heartbeat-interval, -stale-after, -offline-after, -no-match-timeout,
-// -redeliver-after, -timeout-grace, -retention, -max-schedules, -artifacts, -webhook-timeout, -webhook-secret, -webhook-allow-hosts
-// and -prices. A service that embeds the coordinator calls it before fs.Parse; the fields it does not
-// register (Store, Logger, Notifier, Now, …) are the service's to set. -webhook-secret keeps the value WebhookSecret has when it is
+// -redeliver-after, -timeout-grace, -retention, -max-schedules, -artifacts, -webhook-timeout,
+// -webhook-secret, -webhook-allow-hosts, -prices, -max-tree-depth and -max-tree-sessions. A service that
+// embeds the coordinator calls it before fs.Parse; the fields it does not register (Store, Logger,
+// Notifier, Now, …) are the service's to set. -webhook-secret keeps the value WebhookSecret has when it is
 // not given, so a default read from the environment can be set before or after this call.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "how often runners heartbeat")
@@ -25,6 +26,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdempotencyRetention, "idempotency-retention", 24*time.Hour, "how long a POST /runs idempotency key is remembered")
 	fs.IntVar(&c.MaxSchedules, "max-schedules", DefaultMaxSchedules, "how many schedules may exist at once (negative: no cap)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "bound of one callback_url delivery attempt")
+	fs.IntVar(&c.MaxTreeDepth, "max-tree-depth", defaultMaxTreeDepth, "how deep a tree of sessions may grow (a root is depth 0)")
+	fs.IntVar(&c.MaxTreeSessions, "max-tree-sessions", defaultMaxTreeSessions, "how many sessions one tree may hold, its root included")
 	fs.Func("webhook-secret", "secret signing callback_url deliveries (whsec_ + base64, or any text)", func(s string) error {
 		c.WebhookSecret = []byte(s)
 		return nil

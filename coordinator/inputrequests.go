@@ -88,6 +88,11 @@ func (c *Coordinator) createGatedSession(ctx context.Context, key *store.Idempot
 				return err
 			}
 		}
+		if s.Depth > 0 {
+			if err := admitChild(ctx, tx, s); err != nil {
+				return err
+			}
+		}
 		if key != nil {
 			key.RunID, key.SessionID, key.CreatedAt = run.ID, run.SessionID, run.CreatedAt
 			if err := tx.CreateSessionWithRunOnce(ctx, s, run, key); err != nil {

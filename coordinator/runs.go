@@ -347,23 +347,24 @@ func (c *Coordinator) checkRunOptions(p *orchestrator.StartRunParams) error {
 }
 
 // checkParent enforces the callback rules: a parent must exist, and only an AI session can be resumed with
-// a child's result (a deterministic session cannot be resumed, so its children run in sync mode).
-func (c *Coordinator) checkParent(ctx context.Context, p orchestrator.StartRunParams) error {
+// a child's result (a deterministic session cannot be resumed, so its children run in sync mode). It
+// returns the parent, nil when there is none.
+func (c *Coordinator) checkParent(ctx context.Context, p orchestrator.StartRunParams) (*orchestrator.Session, error) {
 	if p.ParentSessionID == "" {
-		return nil
+		return nil, nil
 	}
 	parent, err := c.store.GetSession(ctx, p.ParentSessionID)
 	if errors.Is(err, orchestrator.ErrNotFound) {
-		return orchestrator.Errorf(orchestrator.ErrInvalid, "parent_session_not_found", "parent session %q not found", p.ParentSessionID)
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "parent_session_not_found", "parent session %q not found", p.ParentSessionID)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if p.Mode == orchestrator.ModeAsyncCallback && parent.AgentType == orchestrator.AgentTypeDeterministic {
-		return orchestrator.Errorf(orchestrator.ErrInvalid, "callback_to_deterministic",
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "callback_to_deterministic",
 			"deterministic sessions cannot receive callbacks: they cannot be resumed; start the child in sync mode instead")
 	}
-	return nil
+	return parent, nil
 }
 
 func mergeRequestDemands(d orchestrator.Demands, p orchestrator.StartRunParams) (orchestrator.Demands, error) {
@@ -432,8 +433,8 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 	if p.AgentName != "" && p.AgentName != s.AgentName {
 		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session %s belongs to agent %q, not %q", s.ID, s.AgentName, p.AgentName)
 	}
-	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 || p.Retry != nil {
-		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback, output schema and retry policy")
+	if (p.ParentSessionID != "" && p.ParentSessionID != s.ParentSessionID) || p.CallbackURL != "" || len(p.OutputSchema) > 0 || p.Retry != nil || p.Detached || p.Limits != nil {
+		return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "a resume keeps the session's parent, callback, output schema, retry policy, detachment and tree limits")
 	}
 	if p.Mode == orchestrator.ModeAsyncCallback {
 		// The resumed run calls back the session's own parent when it ends.
@@ -441,7 +442,7 @@ func (c *Coordinator) resumeSession(ctx context.Context, p orchestrator.StartRun
 			return nil, orchestrator.Errorf(orchestrator.ErrInvalid, "invalid_request", "session %s has no parent session to call back", s.ID)
 		}
 		p.ParentSessionID = s.ParentSessionID
-		if err := c.checkParent(ctx, p); err != nil {
+		if _, err := c.checkParent(ctx, p); err != nil {
 			return nil, err
 		}
 	}

@@ -93,21 +93,6 @@ func (c *Coordinator) WaitSession(ctx context.Context, id string, wait time.Dura
 	return c.GetSession(ctx, id) // as it is when the wait ends
 }
 
-// StopSession stops the session's current run (see [Coordinator.StopRun]); an idle session is
-// returned unchanged.
-func (c *Coordinator) StopSession(ctx context.Context, id string) (*orchestrator.Session, error) {
-	s, err := c.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !s.Status.Ended() && s.CurrentRunID != "" {
-		if _, err := c.StopRun(ctx, s.CurrentRunID); err != nil {
-			return nil, err
-		}
-	}
-	return c.GetSession(ctx, id)
-}
-
 // DeleteSession deletes an ended session with its runs, events, callbacks and artifacts. A session with a run in
 // progress is ErrConflict: stop it first.
 func (c *Coordinator) DeleteSession(ctx context.Context, id string) error {
@@ -183,7 +168,8 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 	if err := b.CheckRunEnv(env); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := c.checkParent(ctx, p); err != nil {
+	parent, err := c.checkParent(ctx, p)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	normalized, err := c.validateParameters(agent.Name, b.EffectiveParametersSchema(), params)
@@ -237,6 +223,9 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 		CallbackURL:  p.CallbackURL,
 		CreatedAt:    now,
 	}
+	if err := c.placeInTree(p, parent, s); err != nil {
+		return nil, nil, nil, err
+	}
 	submit(run, &p, due, b)
 	if err := cacheKeyOf(run, b, env, &p); err != nil {
 		return nil, nil, nil, err
@@ -258,6 +247,9 @@ func (c *Coordinator) newSession(ctx context.Context, p orchestrator.StartRunPar
 func (c *Coordinator) createSession(ctx context.Context, key *store.IdempotencyKey, s *orchestrator.Session, run *orchestrator.Run) error {
 	if c.metrics != nil {
 		defer c.timeStore(opStartRun, time.Now())
+	}
+	if s.Depth > 0 {
+		return c.createChild(ctx, key, s, run)
 	}
 	if key == nil {
 		return c.createSessionWithRun(ctx, s, run) // a schedule's firing writes its tick in the same transaction

@@ -27,6 +27,7 @@ type effects struct {
 	changed      []string // sessions with new events or status
 	wakeRunners  []string // runners that have new work pinned to them
 	wakeAll      bool     // unpinned work that any runner may take
+	stopRunners  []string // runners holding runs a tree's stop asked to stop
 	webhooks     bool     // webhook deliveries were queued
 	runsEnded    []runEnd // logged and counted once the change is committed
 	inputsClosed []string // input requests closed: their long polls wake
@@ -70,6 +71,10 @@ func (c *Coordinator) apply(fx *effects) {
 	}
 	for _, id := range fx.wakeRunners {
 		c.wake(runnerKey(id))
+	}
+	for _, id := range fx.stopRunners {
+		c.wake(runnerKey(id))
+		c.wake(runnerStopsKey(id))
 	}
 	if fx.wakeAll {
 		c.wake(anyRunnerKey)

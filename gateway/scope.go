@@ -276,7 +276,7 @@ func (s *scoped) WaitSession(ctx context.Context, id string, wait time.Duration)
 }
 
 // StopSession stops a child; a run ends its own session by exiting.
-func (s *scoped) StopSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+func (s *scoped) StopSession(ctx context.Context, id string, opts ...orchestrator.StopOpts) (*orchestrator.Session, error) {
 	gr, err := grantFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func (s *scoped) StopSession(ctx context.Context, id string) (*orchestrator.Sess
 	if err := s.child(ctx, gr, id); err != nil {
 		return nil, err
 	}
-	return up(s.inner.StopSession(ctx, id))
+	return up(s.inner.StopSession(ctx, id, opts...))
 }
 
 // SessionTree reads the tree of the run's session, or of one of its children.

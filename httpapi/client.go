@@ -664,9 +664,13 @@ func waitUntilEnded[T any](ctx context.Context, c *Client, path string, wait tim
 }
 
 // StopSession implements [orchestrator.Coordinator].
-func (c *Client) StopSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+func (c *Client) StopSession(ctx context.Context, id string, opts ...orchestrator.StopOpts) (*orchestrator.Session, error) {
 	var out orchestrator.Session
-	if _, err := c.do(ctx, call{method: "POST", path: "/sessions/" + seg(id) + "/stop"}, &out); err != nil {
+	cl := call{method: "POST", path: "/sessions/" + seg(id) + "/stop"}
+	if len(opts) > 0 && opts[0].NoCascade {
+		cl.query = url.Values{"cascade": {"false"}}
+	}
+	if _, err := c.do(ctx, cl, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

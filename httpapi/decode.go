@@ -212,6 +212,20 @@ func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
+// queryBool reads a boolean parameter (true or false); def when absent.
+func queryBool(r *http.Request, name string, def bool) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, badQuery("%s must be true or false, not %q", name, v)
+	}
+}
+
 // queryList reads a comma-separated list parameter (repeated parameters are joined).
 func queryList(r *http.Request, name string) []string {
 	var out []string

@@ -265,11 +265,11 @@ func (s *runnerScoped) WaitSession(ctx context.Context, id string, wait time.Dur
 	return s.inner.WaitSession(ctx, id, wait)
 }
 
-func (s *runnerScoped) StopSession(ctx context.Context, id string) (*orchestrator.Session, error) {
+func (s *runnerScoped) StopSession(ctx context.Context, id string, opts ...orchestrator.StopOpts) (*orchestrator.Session, error) {
 	if err := s.sessionAccess(ctx, id); err != nil {
 		return nil, err
 	}
-	return s.inner.StopSession(ctx, id)
+	return s.inner.StopSession(ctx, id, opts...)
 }
 
 func (s *runnerScoped) DeleteSession(ctx context.Context, id string) error {

@@ -110,7 +110,11 @@ func (s *server) stopSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.coord.StopSession(r.Context(), id)
+	cascade, err := queryBool(r, "cascade", true)
+	if err != nil {
+		return err
+	}
+	sess, err := s.coord.StopSession(r.Context(), id, orchestrator.StopOpts{NoCascade: !cascade})
 	if err != nil {
 		return err
 	}

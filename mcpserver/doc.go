@@ -18,7 +18,7 @@
 //	get_agent_session_status {session_id}                              the session's status and basic fields
 //	get_agent_session_result {session_id, wait_seconds?}               {session_id, status, result?, error?}
 //	list_agent_sessions      {status?, agent_name?, parent_session_id?, limit?, cursor?}  {sessions, next_cursor?}
-//	stop_agent_session       {session_id}                              the session's status and basic fields
+//	stop_agent_session       {session_id, cascade?}                    the session's status and basic fields
 //	list_schedules           {agent_name?, limit?, cursor?}            {schedules, next_cursor?} (read-only)
 //	get_session_tree         {session_id, depth?}                      {sessions: [{session_id, …, cost_usd, subtree_cost_usd, …}]}
 //	ask_human                {prompt, schema?, timeout_seconds?}       the input request, once answered (waits)

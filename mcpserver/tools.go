@@ -48,6 +48,15 @@ type StartAgentSessionInput struct {
 	Priority       int    `json:"priority,omitempty" jsonschema:"1 (the highest, the default) to 4: runners take higher priorities first"`
 	Delay          string `json:"delay,omitempty" jsonschema:"start no sooner than this from now, a duration such as 30s or 1h"`
 	ConcurrencyKey string `json:"concurrency_key,omitempty" jsonschema:"counts the run under the agent's max_concurrent_per_key with its other runs carrying this key"`
+	// Tree governance.
+	Detached bool                     `json:"detached,omitempty" jsonschema:"the session outlives yours: stopping your session, or its failure, does not stop it"`
+	Limits   *orchestrator.TreeLimits `json:"limits,omitempty" jsonschema:"for a session started without a calling session (a root): bounds on its tree's depth (max_depth, the root being 0) and size (max_sessions, the root included)"`
+}
+
+// StopAgentSessionInput is the input of stop_agent_session.
+type StopAgentSessionInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session's id (ses_...)"`
+	Cascade   *bool  `json:"cascade,omitempty" jsonschema:"also stop every live session below it (the sessions it started, theirs in turn) but detached ones; default true"`
 }
 
 // StartAgentSessionsInput is the input of start_agent_sessions.
@@ -73,7 +82,7 @@ type ResumeAgentSessionInput struct {
 	Mode      string `json:"mode,omitempty" jsonschema:"sync waits for the result; async_poll returns at once (follow the session with get_agent_session_result)"`
 }
 
-// SessionInput is the input of get_agent_session_status and stop_agent_session.
+// SessionInput is the input of get_agent_session_status.
 type SessionInput struct {
 	SessionID string `json:"session_id" jsonschema:"the session's id (ses_...)"`
 }
@@ -392,7 +401,7 @@ Filters (all optional): status, agent_name, parent_session_id. limit is the page
 	addTool(s, srv, &mcp.Tool{
 		Name:        "stop_agent_session",
 		Title:       "Stop a session",
-		Description: `Stop a session's current run: a queued run stops at once, a running one is stopped by its runner (its processes are terminated). Returns the session's status; when it is not yet "stopped", the stop is on its way (get_agent_session_result with wait_seconds waits for it). Stopping an ended session changes nothing.`,
+		Description: `Stop a session's current run: a queued run stops at once, a running one is stopped by its runner (its processes are terminated). Every live session below it - the sessions it started, theirs in turn - is stopped too, except detached ones; cascade false stops this session alone. Returns the session's status; when it is not yet "stopped", the stop is on its way (get_agent_session_result with wait_seconds waits for it). Stopping an ended session changes nothing but its live descendants.`,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, func(p map[string]*jsonschema.Schema) {
 		p["session_id"].MinLength = jsonschema.Ptr(1)
@@ -461,6 +470,8 @@ func (s *server) startAgentSession(ctx context.Context, req *mcp.CallToolRequest
 		IdempotencyKey:  in.IdempotencyKey,
 		Priority:        in.Priority,
 		ConcurrencyKey:  in.ConcurrencyKey,
+		Detached:        in.Detached,
+		Limits:          in.Limits,
 	}
 	if in.Delay != "" {
 		d, err := time.ParseDuration(in.Delay)
@@ -655,8 +666,8 @@ func (s *server) listAgentSessions(ctx context.Context, req *mcp.CallToolRequest
 	return out, nil
 }
 
-func (s *server) stopAgentSession(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (SessionOutput, error) {
-	sess, err := s.coord.StopSession(ctx, in.SessionID)
+func (s *server) stopAgentSession(ctx context.Context, req *mcp.CallToolRequest, in StopAgentSessionInput) (SessionOutput, error) {
+	sess, err := s.coord.StopSession(ctx, in.SessionID, orchestrator.StopOpts{NoCascade: in.Cascade != nil && !*in.Cascade})
 	if err != nil {
 		return SessionOutput{}, err
 	}

@@ -63,6 +63,16 @@ type Store interface {
 	// UpdateSession applies u when the session's status is one of from (any status when from is empty) and
 	// returns the updated session.
 	UpdateSession(ctx context.Context, id string, from []orchestrator.SessionStatus, u SessionUpdate) (*orchestrator.Session, error)
+	// LiveDescendants returns the pending and running sessions below p.SessionID, through every
+	// generation, found with one recursive query. Ended sessions are walked through (an ended child may
+	// have live children) but not returned. Order: none promised.
+	LiveDescendants(ctx context.Context, p DescendantsParams) ([]*TreeMember, error)
+	// AdmitToTree counts one more session in the tree of root: it raises the root's count of sessions
+	// when it is below maxSessions and reports whether it did. It is one guarded statement, so that of
+	// concurrent starts in one tree no more than maxSessions are admitted; called in the transaction that
+	// creates the session, a creation that fails takes its count back with it. An unknown root is
+	// ErrNotFound.
+	AdmitToTree(ctx context.Context, root string, maxSessions int) (bool, error)
 	// DeleteSession deletes the session with its runs, events, callbacks (as parent or child) and artifacts
 	// (their keys go to the artifact garbage queue).
 	DeleteSession(ctx context.Context, id string) error

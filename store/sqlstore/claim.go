@@ -253,6 +253,10 @@ func columns(row any) []string {
 	var cols []string
 	t := reflect.TypeOf(row)
 	for i := range t.NumField() {
+		if f := t.Field(i); f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("bun") == "" {
+			cols = append(cols, columns(reflect.New(f.Type).Elem().Interface())...) // embedded columns, as bun reads them
+			continue
+		}
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("bun"), ",")
 		if name != "" && !strings.HasPrefix(name, "table:") {
 			cols = append(cols, name)

@@ -164,6 +164,7 @@ type sessionRow struct {
 	CreatedAt         time.Time       `bun:"created_at"`
 	UpdatedAt         time.Time       `bun:"updated_at"`
 	EndedAt           *time.Time      `bun:"ended_at"`
+	sessionTreeColumns
 	// The running usage totals, raised by usage events (see usageSets).
 	UsageInputTokens              int64   `bun:"usage_input_tokens"`
 	UsageOutputTokens             int64   `bun:"usage_output_tokens"`
@@ -191,7 +192,7 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 			return nil, fmt.Errorf("session %q: retry policy: %w", s.ID, err)
 		}
 	}
-	return &sessionRow{
+	row := &sessionRow{
 		ID:                s.ID,
 		AgentName:         s.AgentName,
 		AgentType:         string(s.AgentType),
@@ -226,7 +227,9 @@ func sessionToRow(s *orchestrator.Session) (*sessionRow, error) {
 		UsageCacheReadInputTokens:     s.Usage.CacheReadInputTokens,
 		UsageCacheCreationInputTokens: s.Usage.CacheCreationInputTokens,
 		UsageCostUSD:                  s.Usage.CostUSD,
-	}, nil
+	}
+	row.sessionTreeColumns = treeColumnsOf(s)
+	return row, nil
 }
 
 func (row *sessionRow) domain() (*orchestrator.Session, error) {
@@ -270,6 +273,7 @@ func (row *sessionRow) domain() (*orchestrator.Session, error) {
 		return nil, fmt.Errorf("session %q: %w", row.ID, err)
 	}
 	s.Result = r
+	row.sessionTreeColumns.fill(s)
 	if len(row.RetryPolicy) > 0 && string(row.RetryPolicy) != "null" {
 		s.Retry = new(orchestrator.RetryPolicy)
 		if err := json.Unmarshal(row.RetryPolicy, s.Retry); err != nil {

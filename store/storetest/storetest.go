@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GroupedEnds", testGroupedEnds},
 		{"Submission", testSubmission},
 		{"Schedules", testSchedules},
+		{"Tree", testTree},
 		{"Cache", testCache},
 		{"RateLimit", testRateLimit},
 		{"Artifacts", testArtifacts},

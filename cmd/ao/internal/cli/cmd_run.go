@@ -32,6 +32,7 @@ type runFlags struct {
 	idempotencyKey string
 	concurrencyKey string
 	jsonl          string
+	tree           treeFlags
 }
 
 // submission fills p's submission control fields from the flags.
@@ -99,6 +100,7 @@ It does not follow them: it prints one session id per line, in the order of the 
 	fl.StringVar(&f.runAt, "run-at", "", "start the run no sooner than this RFC 3339 time")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "a key that makes repeating this command return the first run instead of starting another")
 	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", "count the run under the agent's max_concurrent_per_key with its other runs of this key")
+	f.tree.register(c)
 	_ = c.RegisterFlagCompletionFunc("param", e.completeParam)
 	return c
 }
@@ -161,6 +163,7 @@ func (e *env) run(ctx context.Context, agent string, f runFlags) error {
 	}
 	begin := time.Now()
 	p := orchestrator.StartRunParams{AgentName: agent, Parameters: params, Prompt: f.prompt}
+	f.tree.apply(&p)
 	if err := f.submission(&p); err != nil {
 		return err
 	}

@@ -407,24 +407,32 @@ func writeLogLine(w io.Writer, ev *orchestrator.Event, tty, color bool) {
 }
 
 func (e *env) stopCommand() *cobra.Command {
-	var wait time.Duration
+	var (
+		wait      time.Duration
+		noCascade bool
+	)
 	c := &cobra.Command{
 		Use:   "stop SESSION",
 		Short: "Stop a session's run and wait until it has stopped",
 		Long: `Stop a session's current run: a queued run at once, a running one through its runner (the command
 gets SIGTERM, then SIGKILL after the runner's grace period). ao stop waits up to --wait for the session to
-end and exits 1 if it has not. A session that has already ended is left as it is.`,
+end and exits 1 if it has not. A session that has already ended is left as it is.
+
+The stop cascades: every live session below it in its tree (the sessions it started, theirs in turn) is
+stopped too, except a detached child and the sessions below it, even when the session itself has already
+ended. --no-cascade stops the session alone. ao stop waits for the session only, not its descendants.`,
 		Args: args(1, "one session id"),
 		RunE: func(c *cobra.Command, a []string) error {
-			return e.stop(c.Context(), a[0], wait)
+			return e.stop(c.Context(), a[0], wait, orchestrator.StopOpts{NoCascade: noCascade})
 		},
 		ValidArgsFunction: e.completeSessions(sessionsLive),
 	}
 	c.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for the session to end (0: do not wait)")
+	c.Flags().BoolVar(&noCascade, "no-cascade", false, "stop this session only, leaving the sessions it started running")
 	return c
 }
 
-func (e *env) stop(ctx context.Context, id string, wait time.Duration) error {
+func (e *env) stop(ctx context.Context, id string, wait time.Duration, opts orchestrator.StopOpts) error {
 	coord, err := e.connect()
 	if err != nil {
 		return err
@@ -434,8 +442,8 @@ func (e *env) stop(ctx context.Context, id string, wait time.Duration) error {
 		return err
 	}
 	s := before
-	if !before.Status.Ended() {
-		if s, err = coord.StopSession(ctx, id); err != nil {
+	if !before.Status.Ended() || !opts.NoCascade {
+		if s, err = coord.StopSession(ctx, id, opts); err != nil {
 			return err
 		}
 		if wait > 0 && !s.Status.Ended() {

@@ -261,7 +261,7 @@ func (f *fakeCoord) ListEvents(ctx context.Context, id string, after int64, limi
 	}
 }
 
-func (f *fakeCoord) StopSession(_ context.Context, id string) (*orchestrator.Session, error) {
+func (f *fakeCoord) StopSession(_ context.Context, id string, _ ...orchestrator.StopOpts) (*orchestrator.Session, error) {
 	f.mu.Lock()
 	f.stops = append(f.stops, id)
 	f.mu.Unlock()
