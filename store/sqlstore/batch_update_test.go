@@ -54,7 +54,10 @@ func TestPGArrayRoundTrip(t *testing.T) {
 	if !slices.Equal(got, texts) || nulls != 1 {
 		t.Errorf("round trip of %s:\n got %q (%d NULL)\nwant %q (1 NULL)", lit, got, nulls, texts)
 	}
-	if _, err := pgArray([]any{1.5}); err == nil {
-		t.Error("pgArray took a float64, which no grouped update sends")
+	if _, err := pgArray([]any{struct{}{}}); err == nil {
+		t.Error("pgArray took a struct, which no grouped update sends")
+	}
+	if lit, err := pgArray([]any{0.1, 1e-7, nil}); err != nil || lit != "{0.1,1e-07,NULL}" {
+		t.Errorf("pgArray of floats = %q, %v; want the shortest exact forms", lit, err)
 	}
 }

@@ -90,6 +90,8 @@ func TestPreparedMatchesBunPostgres(t *testing.T) {
 				*x = true
 			case *int64:
 				*x = -42
+			case *float64:
+				*x = -42.5
 			case *time.Time:
 				*x = when
 			case **time.Time:
