@@ -13,7 +13,7 @@ type Executor interface {
 	// Execute runs inv to its end and returns its result. Events (stderr lines, messages, progress) go to
 	// events while it runs; the runner forwards them to the session.
 	//
-	// The returned Result describes the run's outcome: a non-zero ExitCode or a non-empty Error means the
+	// The returned Result describes the run's outcome: an ExitCode that is set and not 0, or a non-empty Error, means the
 	// run failed. A non-nil error means the executor could not do its job at all (the program could not be
 	// started); the run fails with that error. A nil Result with a nil error means the run completed and
 	// its result is in the events it appended (a result event, else the last assistant message): the
