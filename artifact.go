@@ -9,9 +9,9 @@ import (
 )
 
 // Artifact is a file a session produced: a report, a patch, a screenshot, a data set. Its bytes live in
-// the coordinator's blob bucket; this is what the store records about them. An agent's run writes files
-// into the folder named by its AGENT_ARTIFACTS_DIR environment variable, which the runner uploads when the
-// run ends, or uploads them itself during the run ([ArtifactKeeper.PutArtifact], through its gateway).
+// the coordinator's blob bucket; this is what the store records about them. A run uploads them during
+// the run through its gateway (PUT /sessions/{id}/artifacts/{name}); a client or embedding program
+// uploads with [ArtifactKeeper.PutArtifact].
 type Artifact struct {
 	SessionID string `json:"session_id"`
 	// Name is the artifact's path within its session: "report.md", "screenshots/home.png" (see
