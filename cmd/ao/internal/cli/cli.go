@@ -257,7 +257,7 @@ Ctrl-C.`,
 	root.AddCommand(
 		e.agentsCommand(), e.runCommand(), e.resumeCommand(),
 		e.sessionsCommand(), e.showCommand(), e.logsCommand(), e.stopCommand(), e.runnersCommand(),
-		e.schedulesCommand(), e.rerunCommand(), e.treeCommand(),
+		e.schedulesCommand(), e.rerunCommand(), e.treeCommand(), e.artifactsCommand(),
 		e.inboxCommand(), e.approveCommand(true), e.approveCommand(false), e.answerCommand(),
 	)
 	return root
