@@ -23,6 +23,10 @@
 //	orchestrator_tokens_total{agent,model,kind}            counter    tokens counted into sessions' usage: input, output, cache_read, cache_creation
 //	orchestrator_cost_usd_total{agent,model}               counter    their cost in US dollars (reported, else estimated)
 //
+// Label values that agents choose are bounded: past [MaxAgentLabels] distinct agent names (and
+// [MaxModelLabels] model names) a new name is counted as "other", so that runners announcing ever new
+// agents cannot grow the series without end.
+//
 // The registry also holds the Go runtime's and the process's collectors (go_*, process_*).
 package prommetrics
 
@@ -57,6 +61,8 @@ type Metrics struct {
 	slotsBusy   prometheus.Gauge
 	cache       *prometheus.CounterVec
 	usage       usageCounters
+	// agents and models bound the label values of agents' and models' names.
+	agents, models *boundedLabel
 	// slotsOnce registers slotsBusy at a runner's first report, so a coordinator's scrape does not show
 	// a runner gauge.
 	slotsOnce sync.Once
@@ -77,7 +83,9 @@ var runBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30,
 // process's collectors.
 func New() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		agents: newBoundedLabel(MaxAgentLabels),
+		models: newBoundedLabel(MaxModelLabels),
 		runsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orchestrator_runs_created_total", Help: "Runs queued, by agent: session starts (fan-outs' runs included), resumes and callback deliveries.",
 		}, []string{"agent"}),
@@ -169,10 +177,14 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 }
 
 // CacheRequest implements [coordinator.CacheMetrics].
-func (m *Metrics) CacheRequest(agent, outcome string) { m.cache.WithLabelValues(agent, outcome).Inc() }
+func (m *Metrics) CacheRequest(agent, outcome string) {
+	m.cache.WithLabelValues(m.agents.value(agent), outcome).Inc()
+}
 
 // RunCreated implements [coordinator.Metrics].
-func (m *Metrics) RunCreated(agent string) { m.runsCreated.WithLabelValues(agent).Inc() }
+func (m *Metrics) RunCreated(agent string) {
+	m.runsCreated.WithLabelValues(m.agents.value(agent)).Inc()
+}
 
 // RunClaimed implements [coordinator.Metrics].
 func (m *Metrics) RunClaimed(_ string, latency time.Duration) {
@@ -181,6 +193,7 @@ func (m *Metrics) RunClaimed(_ string, latency time.Duration) {
 
 // RunEnded implements [coordinator.Metrics].
 func (m *Metrics) RunEnded(agent string, outcome orchestrator.RunStatus, d time.Duration) {
+	agent = m.agents.value(agent)
 	m.runsTotal.WithLabelValues(agent, string(outcome)).Inc()
 	m.runDuration.WithLabelValues(agent, string(outcome)).Observe(d.Seconds())
 }
@@ -189,13 +202,15 @@ func (m *Metrics) RunEnded(agent string, outcome orchestrator.RunStatus, d time.
 func (m *Metrics) WebhookDelivery(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
 
 // RunRetried implements [coordinator.RetryMetrics].
-func (m *Metrics) RunRetried(agent, reason string) { m.retries.WithLabelValues(agent, reason).Inc() }
+func (m *Metrics) RunRetried(agent, reason string) {
+	m.retries.WithLabelValues(m.agents.value(agent), reason).Inc()
+}
 
 // Callback implements [coordinator.Metrics].
 func (m *Metrics) Callback(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }
 
 // Rerun implements [coordinator.RerunMetrics].
-func (m *Metrics) Rerun(agent string) { m.reruns.WithLabelValues(agent).Inc() }
+func (m *Metrics) Rerun(agent string) { m.reruns.WithLabelValues(m.agents.value(agent)).Inc() }
 
 // StoreTx implements [coordinator.Metrics].
 func (m *Metrics) StoreTx(op string, d time.Duration) {

@@ -2,6 +2,7 @@ package prommetrics_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -210,4 +211,39 @@ func flatten(families map[string]*dto.MetricFamily) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// Past MaxAgentLabels distinct agent names, new names are counted as "other": the series stay bounded and
+// the totals stay right.
+func TestAgentLabelsBounded(t *testing.T) {
+	m := prommetrics.New()
+	for i := range prommetrics.MaxAgentLabels + 50 {
+		m.RunCreated(fmt.Sprintf("agent-%d", i))
+	}
+	m.RunCreated("agent-0") // admitted before the bound: still its own series
+	m.Usage("agent-9999", "model-x", orchestrator.Usage{InputTokens: 7})
+	text := scrape(t, m)
+	if n := strings.Count(text, "orchestrator_runs_created_total{"); n != prommetrics.MaxAgentLabels+1 {
+		t.Errorf("%d runs_created series, want %d (the admitted names and other)", n, prommetrics.MaxAgentLabels+1)
+	}
+	for _, want := range []string{
+		`orchestrator_runs_created_total{agent="other"} 50`,
+		`orchestrator_runs_created_total{agent="agent-0"} 2`,
+		`orchestrator_tokens_total{agent="other",kind="input",model="model-x"} 7`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}
+
+// scrape returns m's metrics in the text format.
+func scrape(t *testing.T, m *prommetrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
+	}
+	return rec.Body.String()
 }

@@ -33,6 +33,7 @@ func newUsageCounters(reg *prometheus.Registry) usageCounters {
 // Usage implements [coordinator.UsageMetrics]. Kinds with no tokens add no series: an agent whose
 // model never reads the cache shows no cache_read series.
 func (m *Metrics) Usage(agent, model string, u orchestrator.Usage) {
+	agent, model = m.agents.value(agent), m.models.value(model)
 	for _, k := range []struct {
 		kind string
 		n    int64
