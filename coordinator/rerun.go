@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/mergepatch"
 )
 
 var _ orchestrator.Rerunner = (*Coordinator)(nil)
@@ -170,7 +171,7 @@ func mergeParameters(orig, patch json.RawMessage) (json.RawMessage, error) {
 			return nil, err
 		}
 	}
-	return json.Marshal(applyMergePatch(target, p))
+	return json.Marshal(mergepatch.Apply(target, p))
 }
 
 // decodeNumbers decodes JSON keeping numbers as written (json.Number), so that a merge does not turn a
@@ -179,24 +180,4 @@ func decodeNumbers(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return dec.Decode(v)
-}
-
-// applyMergePatch applies an RFC 7386 merge patch to target (both as decoded by encoding/json).
-func applyMergePatch(target, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	tm, ok := target.(map[string]any)
-	if !ok {
-		tm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(tm, k)
-			continue
-		}
-		tm[k] = applyMergePatch(tm[k], v)
-	}
-	return tm
 }

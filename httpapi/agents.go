@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	orchestrator "github.com/agentorchestrator/orchestrator"
+	"github.com/agentorchestrator/orchestrator/internal/mergepatch"
 )
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) error {
@@ -154,7 +155,7 @@ func (s *server) patchAgent(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSONNumbers(curJSON, &target); err != nil {
 		return err
 	}
-	merged, err := json.Marshal(mergePatch(target, patch))
+	merged, err := json.Marshal(mergepatch.Apply(target, patch))
 	if err != nil {
 		return badBody("merge patch: %v", err)
 	}
@@ -185,27 +186,6 @@ func decodeJSONNumbers(data []byte, v *any) error {
 		return badBody("invalid JSON: unexpected data after the first value (at byte %d)", dec.InputOffset())
 	}
 	return nil
-}
-
-// mergePatch applies an RFC 7386 JSON merge patch to target (both as decoded by encoding/json) and returns
-// the result. target may be modified.
-func mergePatch(target, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	tm, ok := target.(map[string]any)
-	if !ok {
-		tm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(tm, k)
-			continue
-		}
-		tm[k] = mergePatch(tm[k], v)
-	}
-	return tm
 }
 
 func (s *server) deleteAgent(w http.ResponseWriter, r *http.Request) error {

@@ -1,4 +1,4 @@
-package httpapi
+package mergepatch
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestMergePatch runs the examples of RFC 7386, Appendix A.
-func TestMergePatch(t *testing.T) {
+// TestApply runs the examples of RFC 7386, Appendix A.
+func TestApply(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ target, patch, want string }{
 		{`{"a":"b"}`, `{"a":"c"}`, `{"a":"c"}`},
@@ -35,8 +35,8 @@ func TestMergePatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := mergePatch(target, patch); !reflect.DeepEqual(got, want) {
-			t.Errorf("mergePatch(%s, %s) = %v, want %s", tc.target, tc.patch, got, tc.want)
+		if got := Apply(target, patch); !reflect.DeepEqual(got, want) {
+			t.Errorf("Apply(%s, %s) = %v, want %s", tc.target, tc.patch, got, tc.want)
 		}
 	}
 }
