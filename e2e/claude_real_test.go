@@ -192,7 +192,9 @@ func TestRealClaudeCode(t *testing.T) {
 	})
 	t.Run("a 529", func(t *testing.T) {
 		t.Parallel()
-		s := start(t, map[string]any{"prompt": "SCENARIO overloaded"})
+		// One attempt: this case checks how the CLI's 529 is classified, not the retry policy that would
+		// otherwise run it again.
+		s := start(t, map[string]any{"prompt": "SCENARIO overloaded", "retry": map[string]any{"max_attempts": 1}})
 		r := wait(t, s)
 		if r.Status != "failed" || r.Result == nil || r.Result.ErrorCode != "api_overloaded" || !strings.HasPrefix(r.Error, "API Error: 529") {
 			t.Fatalf("result: %s", mustJSON(t, r))
@@ -209,7 +211,7 @@ func TestRealClaudeCode(t *testing.T) {
 	})
 	t.Run("a 529, then a resume that completes", func(t *testing.T) {
 		t.Parallel()
-		s := start(t, map[string]any{"prompt": "SCENARIO overloaded-turn1"})
+		s := start(t, map[string]any{"prompt": "SCENARIO overloaded-turn1", "retry": map[string]any{"max_attempts": 1}})
 		if r := wait(t, s); r.Status != "failed" || r.Result == nil || r.Result.ErrorCode != "api_overloaded" {
 			t.Fatalf("first attempt: %s", mustJSON(t, r))
 		}

@@ -281,6 +281,21 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	})
 	result := map[string]any{"result_type": "agent", "result_text": "done"}
 	expect(fake, http.StatusNoContent, "POST", "/runner/runs/"+claimed[0]+"/started", map[string]any{})
+
+	// Human input: while its run is running, a question is asked on the session (as its agent would,
+	// through its gateway), listed, read and answered once.
+	var asking orchestrator.Run
+	decode(expect(client, http.StatusOK, "GET", "/runs/"+claimed[0], nil), &asking)
+	var question orchestrator.InputRequest
+	decode(expect(client, http.StatusCreated, "POST", "/sessions/"+asking.SessionID+"/input-requests",
+		map[string]any{"prompt": "Which colour?", "timeout_seconds": 60}), &question)
+	expect(client, http.StatusConflict, "POST", "/sessions/"+sid+"/input-requests", map[string]any{"prompt": "Too late?"})
+	expect(client, http.StatusOK, "GET", "/input-requests?status=open&session_id="+asking.SessionID, nil)
+	expect(client, http.StatusBadRequest, "GET", "/input-requests?status=bogus", nil)
+	expect(client, http.StatusOK, "GET", "/input-requests/"+question.ID, nil)
+	expect(client, http.StatusNotFound, "GET", "/input-requests/inp_nope", nil)
+	expect(client, http.StatusOK, "POST", "/input-requests/"+question.ID+"/answer", map[string]any{"answer": map[string]any{"answer": "blue"}})
+	expect(client, http.StatusConflict, "POST", "/input-requests/"+question.ID+"/answer", map[string]any{"answer": map[string]any{"answer": "red"}})
 	expect(fake, http.StatusNoContent, "POST", "/runner/runs/"+claimed[0]+"/completed", map[string]any{"result": result})
 	expect(fake, http.StatusNoContent, "POST", "/runner/runs/"+claimed[1]+"/failed", map[string]any{"error": "it broke"})
 	expect(fake, http.StatusNoContent, "POST", "/runner/runs/"+claimed[2]+"/stopped", map[string]any{"error": "stopped by hand"})
@@ -321,6 +336,23 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	expect(client, http.StatusBadRequest, "PATCH", "/schedules/"+sched.ID, map[string]any{"timezone": "Nowhere/Else"})
 	expect(client, http.StatusNoContent, "DELETE", "/schedules/"+sched.ID, nil)
 	expect(client, http.StatusNotFound, "DELETE", "/schedules/"+sched.ID, nil)
+
+	// The agent tree, artifacts and re-runs of the sync run's session. (The OpenAPI matcher takes one path
+	// segment per parameter: nested artifact names are tested in httpapi.)
+	expect(client, http.StatusOK, "GET", "/sessions/"+sid+"/tree?depth=1", nil)
+	expect(client, http.StatusNotFound, "GET", "/sessions/ses_nope/tree", nil)
+	expect(client, http.StatusCreated, "PUT", "/sessions/"+sid+"/artifacts/notes.txt", "hello", "Content-Type", "text/plain")
+	expect(client, http.StatusBadRequest, "PUT", "/sessions/"+sid+"/artifacts/a%5Cb.txt", "hello", "Content-Type", "text/plain")
+	expect(client, http.StatusOK, "GET", "/sessions/"+sid+"/artifacts", nil)
+	expect(client, http.StatusNotFound, "GET", "/sessions/ses_nope/artifacts", nil)
+	if got := string(expect(client, http.StatusOK, "GET", "/sessions/"+sid+"/artifacts/notes.txt", nil)); got != "hello" {
+		t.Errorf("artifact downloaded as %q", got)
+	}
+	expect(client, http.StatusNotFound, "GET", "/sessions/"+sid+"/artifacts/missing.txt", nil)
+	expect(client, http.StatusCreated, "POST", "/sessions/"+sid+"/rerun", map[string]any{"parameters": map[string]any{"tag": "again"}})
+	expect(client, http.StatusNotFound, "POST", "/sessions/ses_nope/rerun", map[string]any{})
+	expect(client, http.StatusOK, "POST", "/sessions/rerun", map[string]any{"status": []string{"completed"}, "agent_name": "oa-task", "dry_run": true})
+	expect(client, http.StatusBadRequest, "POST", "/sessions/rerun", map[string]any{"status": []string{"running"}})
 
 	doc, err := loadAPIDoc()
 	if err != nil {

@@ -397,7 +397,16 @@ func (d *Doc) CheckResponse(method, urlPath string, status int, contentType stri
 	if err != nil {
 		return fmt.Errorf("%s answered %d with Content-Type %q: %v", op, status, contentType, err)
 	}
-	media, ok := content[mt].(map[string]any)
+	// The most specific key applies, as OpenAPI says: the media type itself, else its range (text/*),
+	// else */* (a download served with its own type).
+	key := mt
+	media, ok := content[key].(map[string]any)
+	for _, r := range []string{strings.SplitN(mt, "/", 2)[0] + "/*", "*/*"} {
+		if !ok {
+			key = r
+			media, ok = content[key].(map[string]any)
+		}
+	}
 	if !ok {
 		return fmt.Errorf("%s answered %d as %s, which the description does not document (it documents %s); body: %s",
 			op, status, mt, strings.Join(sortedKeys(content), ", "), snippet(body))
@@ -405,8 +414,8 @@ func (d *Doc) CheckResponse(method, urlPath string, status int, contentType stri
 	if _, ok := media["schema"]; !ok {
 		return nil
 	}
-	sptr := rptr + "/content/" + escapePtr(mt) + "/schema"
-	if err := d.checkBody(sptr, mt, contentType, body); err != nil {
+	sptr := rptr + "/content/" + escapePtr(key) + "/schema"
+	if err := d.checkBody(sptr, key, contentType, body); err != nil {
 		return fmt.Errorf("%s answered %d: %w", op, status, err)
 	}
 	return nil
