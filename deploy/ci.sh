@@ -267,7 +267,7 @@ echo "ao run file-stats: completed in the runner container: $(grep -m1 -o '"sess
 out=$(ao --url "$url" --token "$client_token" run web-crawler -p url="$url/ui/" -p depth=0 --json)
 check_run "$out" "web-crawler"
 echo "ao run web-crawler: completed (it fetched the dashboard from the runner container)"
-podman exec "$run-coordinator" ao --url "$url" --token "$admin_token" runners | head -n 3
+ao --url "$url" --token "$admin_token" runners | head -n 3
 podman stop -t 45 "$run-runner" >/dev/null
 podman logs "$run-runner" 2>&1 | grep -q 'msg=deregistered' || { podman logs "$run-runner"; fail "the runner did not deregister on SIGTERM"; }
 podman stop -t 15 "$run-coordinator" >/dev/null
